@@ -1,0 +1,65 @@
+// Package cmd holds the cobra commands of kubectl-rebalance: flags, options and
+// output wiring. The work itself lives in pkg/rebalance and pkg/deschedule.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Exit codes of kubectl-rebalance, documented in `kubectl rebalance --help` and docs/exit-codes.md.
+const (
+	// ExitOK means every workload was triggered and, when waiting, rescheduled.
+	ExitOK = 0
+	// ExitError means bad usage, bad input, or the control plane could not be used.
+	ExitError = 1
+	// ExitFailed means at least one workload failed (binding not found, scheduling failed).
+	ExitFailed = 2
+	// ExitPending means the timeout expired with workloads still pending.
+	ExitPending = 3
+)
+
+// ExitError carries a non-default exit code together with the error to print.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExitCode wraps err so that Execute exits with code.
+func withExitCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// Execute runs the command tree and returns the process exit code. It is the
+// single place where errors are printed.
+func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitError
+	var coded *exitError
+	if errors.As(err, &coded) {
+		code = coded.code
+	}
+	var silent silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	}
+	return code
+}
+
+// silentError is returned when the command already reported what went wrong
+// (for example in its result table) and only the exit code is left to give.
+type silentError struct{ msg string }
+
+func (s silentError) Error() string { return s.msg }
