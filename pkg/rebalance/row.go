@@ -1,8 +1,6 @@
 package rebalance
 
 import (
-	"slices"
-
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,9 +34,7 @@ type Row struct {
 // SortRows sorts rows in place into the order of a WorkloadRebalancer's
 // status.observedWorkloads (see SortKey).
 func SortRows(rows []Row) {
-	slices.SortStableFunc(rows, func(a, b Row) int {
-		return CompareWorkloads(a.Workload, b.Workload)
-	})
+	sortByKey(rows, func(r Row) Workload { return r.Workload })
 }
 
 // Rebalancer builds the WorkloadRebalancer the controller would hold after

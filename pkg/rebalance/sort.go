@@ -24,7 +24,22 @@ func CompareWorkloads(a, b Workload) int {
 // SortObservedWorkloads sorts observed workloads in place into the order the
 // controller writes them. Entries with equal keys keep their relative order.
 func SortObservedWorkloads(observed []appsv1alpha1.ObservedWorkload) {
-	slices.SortStableFunc(observed, func(a, b appsv1alpha1.ObservedWorkload) int {
-		return CompareWorkloads(a.Workload, b.Workload)
-	})
+	sortByKey(observed, func(o appsv1alpha1.ObservedWorkload) Workload { return o.Workload })
+}
+
+// sortByKey stably sorts items by the SortKey of their workload, building
+// each key once instead of twice per comparison.
+func sortByKey[T any](items []T, workloadOf func(T) Workload) {
+	type keyed struct {
+		key  string
+		item T
+	}
+	decorated := make([]keyed, len(items))
+	for i, item := range items {
+		decorated[i] = keyed{key: SortKey(workloadOf(item)), item: item}
+	}
+	slices.SortStableFunc(decorated, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for i := range decorated {
+		items[i] = decorated[i].item
+	}
 }

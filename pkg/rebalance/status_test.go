@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -282,5 +283,26 @@ func TestNeedsTrigger(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, NeedsTrigger(tt.current, tt.at))
 		})
+	}
+}
+
+// BenchmarkSyncStatus measures a large rebalancer edit: half of the observed
+// workloads stay in spec, half are replaced.
+func BenchmarkSyncStatus(b *testing.B) {
+	const size = 5000
+	old := appsv1alpha1.WorkloadRebalancerStatus{}
+	spec := appsv1alpha1.WorkloadRebalancerSpec{}
+	for i := range size {
+		w := Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "app-" + strconv.Itoa(i)}
+		old.ObservedWorkloads = append(old.ObservedWorkloads, observed(w, appsv1alpha1.RebalanceSuccessful))
+		if i%2 == 0 {
+			spec.Workloads = append(spec.Workloads, w)
+		} else {
+			spec.Workloads = append(spec.Workloads, Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: w.Name})
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		SyncStatus(old, spec, 2)
 	}
 }

@@ -43,9 +43,19 @@ func VerifyBinding(w Workload, templateUID types.UID, bindingName string, resour
 		return fmt.Errorf("%s records template uid %s but %s has uid %s; the template was probably recreated, wait for karmada to update the binding and retry",
 			binding, resource.UID, WorkloadRef(w), templateUID)
 	}
-	if owner := metav1.GetControllerOfNoCopy(&metav1.ObjectMeta{OwnerReferences: owners}); owner != nil && owner.UID != templateUID {
+	if owner := controllerOf(owners); owner != nil && owner.UID != templateUID {
 		return fmt.Errorf("%s is controlled by %s %s with uid %s but %s has uid %s; the template was probably recreated, wait for karmada to update the binding and retry",
 			binding, owner.Kind, owner.Name, owner.UID, WorkloadRef(w), templateUID)
+	}
+	return nil
+}
+
+// controllerOf returns the controller among owner references, or nil.
+func controllerOf(owners []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range owners {
+		if owners[i].Controller != nil && *owners[i].Controller {
+			return &owners[i]
+		}
 	}
 	return nil
 }
