@@ -2,10 +2,10 @@
 # Builds the real control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, karmada-aggregated-apiserver, karmada-controller-manager,
 # karmada-scheduler, karmada-webhook, kwok) from the pinned modules in test/controlplane,
-# and copies Karmada's CRDs and webhook configuration next to them.
+# and copies Karmada's CRDs, its webhook configuration and kwok's stages next to them.
 # Does nothing when the output is up to date with the pinned versions.
 #
-# Output: ${CONTROLPLANE_DIR:-_output/controlplane}/{bin,crds,webhook-configuration.yaml}
+# Output: ${CONTROLPLANE_DIR:-_output/controlplane}/{bin,crds,webhook-configuration.yaml,kwok-stages.yaml}
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +51,20 @@ find "$karmada_dir/charts/karmada/_crds/bases" -name '*.yaml' -exec cp {} "$out/
 chmod -R u+w "$out/crds"
 cp "$karmada_dir/artifacts/deploy/webhook-configuration.yaml" "$out/webhook-configuration.yaml"
 chmod u+w "$out/webhook-configuration.yaml"
+
+# kwok ships no default stages in its binary (kwokctl passes them); take the
+# fast node/pod lifecycle and the lease heartbeat from the pinned kwok module.
+kwok_dir=$(cd "$src/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+stages="$kwok_dir/kustomize/stage"
+{
+  for f in "$stages/node/fast/node-initialize.yaml" \
+    "$stages/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+    "$stages/pod/fast/pod-ready.yaml" "$stages/pod/fast/pod-complete.yaml" \
+    "$stages/pod/fast/pod-delete.yaml"; do
+    echo "---"
+    cat "$f"
+  done
+} > "$out/kwok-stages.yaml"
 
 echo "$stamp" > "$out/stamp"
 echo "built control plane binaries in $((SECONDS - start))s"
