@@ -15,5 +15,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	cmd.AddCommand(NewCmdVersion(streams))
+	cmd.AddCommand(NewCmdCompletion(streams))
 	return cmd
 }
