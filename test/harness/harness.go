@@ -1,0 +1,223 @@
+// Package harness starts a real Karmada control plane on 127.0.0.1: etcd, the
+// Karmada apiserver (kube-apiserver with Karmada's CRDs), the Cluster API served
+// by karmada-aggregated-apiserver, kube-controller-manager, karmada-webhook,
+// karmada-scheduler and karmada-controller-manager, plus member clusters made
+// of kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes,
+// registered as Push clusters. Tests, benchmarks and `make sandbox` share it.
+//
+// The binaries come from hack/build-controlplane.sh.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Options configure a control plane.
+type Options struct {
+	// Dir holds certificates, kubeconfigs and logs. Empty means a temporary
+	// directory that Stop removes.
+	Dir string
+	// AssetsDir is where hack/build-controlplane.sh put bin/, crds/ and the
+	// rest. Empty means $KUBECTL_REBALANCE_CONTROLPLANE or
+	// <repository>/_output/controlplane.
+	AssetsDir string
+	// Members is the number of member clusters (member1, member2, ...).
+	Members int
+	// NodesPerMember is the number of kwok nodes in each member.
+	NodesPerMember int
+	// NodeCPU, NodeMemory and NodePods are the capacity of every kwok node.
+	NodeCPU, NodeMemory, NodePods string
+	// KarmadaControllers is karmada-controller-manager's --controllers value.
+	KarmadaControllers string
+	// Progress receives one line per started component; nil discards.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Members == 0 {
+		o.Members = 3
+	}
+	if o.NodesPerMember == 0 {
+		o.NodesPerMember = 1
+	}
+	if o.NodeCPU == "" {
+		o.NodeCPU = "32"
+	}
+	if o.NodeMemory == "" {
+		o.NodeMemory = "256Gi"
+	}
+	if o.NodePods == "" {
+		o.NodePods = "110"
+	}
+	if o.KarmadaControllers == "" {
+		o.KarmadaControllers = "*"
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.AssetsDir == "" {
+		dir, err := DefaultAssetsDir()
+		if err != nil {
+			return err
+		}
+		o.AssetsDir = dir
+	}
+	return nil
+}
+
+// Member is one member cluster.
+type Member struct {
+	// Name is the Cluster object's name and the kubeconfig context's.
+	Name string
+	// Config is an admin client config for the member's kube-apiserver.
+	Config *rest.Config
+	// Endpoint is the member apiserver's URL.
+	Endpoint string
+
+	kubeconfig string
+}
+
+// ControlPlane is a running control plane. Stop releases everything.
+type ControlPlane struct {
+	// Dir holds certificates, kubeconfigs and logs (logs/NAME.log).
+	Dir string
+	// Kubeconfig is a file with contexts karmada-apiserver and one per member.
+	Kubeconfig string
+	// Karmada is an admin client config for the Karmada apiserver.
+	Karmada *rest.Config
+	// Members are the member clusters, in order.
+	Members []*Member
+
+	opts        Options
+	removeDir   bool
+	pki         *pki
+	etcdURL     string
+	karmadaPort int
+	mu          sync.Mutex
+	processes   []*process
+	stopOnce    sync.Once
+}
+
+// Start brings the whole control plane up and returns once every component is
+// ready and every member cluster is Ready in Karmada. On failure it stops what
+// it started.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if err := checkAssets(opts.AssetsDir); err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{opts: opts, Dir: opts.Dir}
+	if cp.Dir == "" {
+		dir, err := os.MkdirTemp("", "rebalance-controlplane-")
+		if err != nil {
+			return nil, err
+		}
+		cp.Dir, cp.removeDir = dir, true
+	}
+	if cp.Dir, err = filepath.Abs(cp.Dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			cp = nil
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(cp.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	begin := time.Now()
+	if cp.pki, err = newPKI(filepath.Join(cp.Dir, "pki")); err != nil {
+		return nil, fmt.Errorf("create certificates: %w", err)
+	}
+	if err := cp.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+
+	// The member clusters do not depend on Karmada: bring them up meanwhile.
+	memberErr := make(chan error, 1)
+	go func() { memberErr <- cp.startMembers(ctx) }()
+	karmadaErr := cp.startKarmada(ctx)
+	if err := errors.Join(karmadaErr, <-memberErr); err != nil {
+		return nil, err
+	}
+	if err := cp.joinMembers(ctx); err != nil {
+		return nil, err
+	}
+	if err := cp.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	cp.progress("control plane ready in %s", time.Since(begin).Round(100*time.Millisecond))
+	return cp, nil
+}
+
+// Stop ends every process, Karmada's components first and etcd last, and
+// removes the temporary directory if Start created it. It is safe to call more
+// than once and from a signal handler.
+func (cp *ControlPlane) Stop() {
+	cp.stopOnce.Do(func() {
+		cp.mu.Lock()
+		procs := append([]*process(nil), cp.processes...)
+		cp.mu.Unlock()
+		// Stop in reverse start order so that clients go before their servers.
+		stages := [][]*process{nil, nil, nil}
+		for _, p := range procs {
+			switch {
+			case p.name == "etcd":
+				stages[2] = append(stages[2], p)
+			case isAPIServer(p.name):
+				stages[1] = append(stages[1], p)
+			default:
+				stages[0] = append(stages[0], p)
+			}
+		}
+		for _, stage := range stages {
+			var wg sync.WaitGroup
+			for _, p := range stage {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p.stop(10 * time.Second)
+				}()
+			}
+			wg.Wait()
+		}
+		if cp.removeDir {
+			_ = os.RemoveAll(cp.Dir)
+		}
+	})
+}
+
+func isAPIServer(name string) bool {
+	return name == "karmada-apiserver" || name == "karmada-aggregated-apiserver" ||
+		filepath.Ext(name) == ".kube-apiserver"
+}
+
+// Member returns the member cluster called name, or nil.
+func (cp *ControlPlane) Member(name string) *Member {
+	for _, m := range cp.Members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) progress(format string, args ...any) {
+	fmt.Fprintf(cp.opts.Progress, format+"\n", args...)
+}
+
+func (cp *ControlPlane) bin(name string) string {
+	return filepath.Join(cp.opts.AssetsDir, "bin", name)
+}
