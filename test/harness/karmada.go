@@ -435,4 +435,3 @@ var insecureClient = &http.Client{
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
-
