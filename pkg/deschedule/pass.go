@@ -1,0 +1,600 @@
+package deschedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	karmadaclientset "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Defaults of the original karmada-descheduler.
+const (
+	DefaultUnschedulableThreshold = 5 * time.Minute
+	DefaultDeschedulingInterval   = 2 * time.Minute
+)
+
+const (
+	defaultConcurrency  = 4
+	defaultWriteTimeout = 30 * time.Second
+	// Up to this many namespaces a member cluster is listed namespace by
+	// namespace; beyond it one cluster-wide LIST per kind is cheaper.
+	maxNamespacedLists = 3
+)
+
+// DryRun selects whether a pass changes bindings.
+type DryRun string
+
+const (
+	// DryRunNone writes the new assignments and records events.
+	DryRunNone DryRun = "none"
+	// DryRunClient computes the plan and writes nothing.
+	DryRunClient DryRun = "client"
+	// DryRunServer sends the updates with dryRun=All, so that admission and
+	// optimistic concurrency are checked, and persists nothing.
+	DryRunServer DryRun = "server"
+)
+
+// ParseDryRun accepts the values of kubectl's --dry-run flag; "" means none.
+func ParseDryRun(s string) (DryRun, error) {
+	switch DryRun(s) {
+	case "", DryRunNone:
+		return DryRunNone, nil
+	case DryRunClient, DryRunServer:
+		return DryRun(s), nil
+	}
+	return "", fmt.Errorf("invalid dry-run value %q, use none, client or server", s)
+}
+
+// Options tunes a Descheduler. The zero value behaves like karmada-descheduler
+// with a 0 threshold; use DefaultUnschedulableThreshold for the original's.
+type Options struct {
+	// Namespace limits the pass to bindings of one namespace; "" means all.
+	Namespace string
+	// LabelSelector selects bindings by their labels; "" selects all.
+	LabelSelector string
+	// ExcludedNamespaces are never descheduled.
+	ExcludedNamespaces []string
+	// UnschedulableThreshold is how long a pod must have been unschedulable
+	// to count; negative counts as zero.
+	UnschedulableThreshold time.Duration
+	// DryRun selects whether the pass writes; "" means DryRunNone.
+	DryRun DryRun
+	// MaxReplicasPerPass caps the replicas moved in one pass; 0 is no cap.
+	MaxReplicasPerPass int32
+	// MaxReplicasPerCluster caps the replicas moved away from any one member
+	// cluster in one pass; 0 is no cap.
+	MaxReplicasPerCluster int32
+	// Concurrency is how many member clusters are listed at once; 0 means 4.
+	Concurrency int
+	// WriteTimeout bounds each binding update and event write; 0 means 30s.
+	// Writes are not cut short by the pass context, so a stop request never
+	// interrupts one half-way.
+	WriteTimeout time.Duration
+	// Now is the clock used for the unschedulable threshold; nil is time.Now.
+	Now func() time.Time
+}
+
+// Descheduler runs descheduling passes against one Karmada control plane.
+type Descheduler struct {
+	karmada karmadaclientset.Interface
+	pods    PodSource
+	events  EventWriter
+	opts    Options
+	exclude map[string]bool
+}
+
+// New returns a Descheduler that reads and writes bindings through karmada,
+// reads member clusters through pods and records events through events (nil
+// records none). It rejects invalid options.
+func New(karmada karmadaclientset.Interface, pods PodSource, events EventWriter, opts Options) (*Descheduler, error) {
+	if karmada == nil || pods == nil {
+		return nil, errors.New("descheduler needs a Karmada client and a pod source")
+	}
+	dryRun, err := ParseDryRun(string(opts.DryRun))
+	if err != nil {
+		return nil, err
+	}
+	opts.DryRun = dryRun
+	if _, err := labels.Parse(opts.LabelSelector); err != nil {
+		return nil, fmt.Errorf("invalid binding label selector %q, use the kubectl selector syntax: %w", opts.LabelSelector, err)
+	}
+	if opts.MaxReplicasPerPass < 0 || opts.MaxReplicasPerCluster < 0 {
+		return nil, errors.New("replica limits must be 0 (no limit) or positive")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = defaultConcurrency
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = defaultWriteTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	exclude := make(map[string]bool, len(opts.ExcludedNamespaces))
+	for _, ns := range opts.ExcludedNamespaces {
+		exclude[ns] = true
+	}
+	if opts.Namespace != "" && exclude[opts.Namespace] {
+		return nil, fmt.Errorf("namespace %s is both selected and excluded, drop one of the two", opts.Namespace)
+	}
+	return &Descheduler{karmada: karmada, pods: pods, events: events, opts: opts, exclude: exclude}, nil
+}
+
+// Outcome is what a pass did with one candidate binding.
+type Outcome string
+
+const (
+	// OutcomeDescheduled: the new assignment was written.
+	OutcomeDescheduled Outcome = "descheduled"
+	// OutcomeDryRun: the new assignment would have been written.
+	OutcomeDryRun Outcome = "dry-run"
+	// OutcomeUnchanged: no cluster had replicas to evict.
+	OutcomeUnchanged Outcome = "unchanged"
+	// OutcomeBlocked: a candidate cluster could not be counted, so nothing changed.
+	OutcomeBlocked Outcome = "blocked"
+	// OutcomeLimited: limits left nothing to evict in this pass.
+	OutcomeLimited Outcome = "limited"
+	// OutcomeSkipped: on re-reading after a conflict the binding was gone
+	// or no longer a candidate.
+	OutcomeSkipped Outcome = "skipped"
+	// OutcomeFailed: the write failed; see Err.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeStopped: the pass was stopped before this binding was written.
+	OutcomeStopped Outcome = "stopped"
+)
+
+// BindingResult is what one pass observed and did for one candidate binding.
+type BindingResult struct {
+	// Namespace and Name identify the ResourceBinding.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Resource is the binding's resource template.
+	Resource workv1alpha2.ObjectReference `json:"resource"`
+	// Rows holds one row per target cluster, in spec.clusters order.
+	Rows []ClusterRow `json:"clusters"`
+	// Evicted is the number of replicas moved (or, in dry-run, to be moved).
+	Evicted int32 `json:"evicted"`
+	// Outcome summarises the binding.
+	Outcome Outcome `json:"outcome"`
+	// Message is the event message of a descheduled binding, or why nothing
+	// was written.
+	Message string `json:"message,omitempty"`
+	// Err is set when Outcome is OutcomeFailed.
+	Err error `json:"-"`
+	// EventErr is set when an event could not be recorded.
+	EventErr error `json:"-"`
+	// Retried is true when a conflict made the pass re-read the binding.
+	Retried bool `json:"retried,omitempty"`
+}
+
+// SkippedBinding is a listed binding the descheduler does not act on.
+type SkippedBinding struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Reason    string `json:"reason"`
+}
+
+// PassResult is the outcome of one pass.
+type PassResult struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// DryRun is the dry-run mode the pass ran with.
+	DryRun DryRun `json:"dryRun"`
+	// Listed counts the bindings listed, excluded namespaces left out.
+	Listed int `json:"listed"`
+	// Skipped lists the listed bindings that are not candidates.
+	Skipped []SkippedBinding `json:"skipped,omitempty"`
+	// Bindings holds the candidates, ordered by namespace and name.
+	Bindings []BindingResult `json:"bindings"`
+	// ClusterErrors holds, per member cluster, why it could not be listed.
+	ClusterErrors map[string]error `json:"-"`
+	// Descheduled counts bindings written (or, in dry-run, to be written).
+	Descheduled int `json:"descheduled"`
+	// EvictedReplicas sums the replicas moved (or to be moved).
+	EvictedReplicas int32 `json:"evictedReplicas"`
+	// Failed counts bindings whose write failed.
+	Failed int `json:"failed"`
+	// Stopped is true when the pass context ended before every write was done.
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+// Summary is a one-line account of the pass, for logs and the end of a table.
+func (r *PassResult) Summary() string {
+	var b strings.Builder
+	verb := "descheduled"
+	if r.DryRun != DryRunNone && r.DryRun != "" {
+		verb = "would deschedule"
+	}
+	fmt.Fprintf(&b, "%d binding(s) listed, %d candidate(s), %s %d binding(s) moving %d replica(s)",
+		r.Listed, len(r.Bindings), verb, r.Descheduled, r.EvictedReplicas)
+	if n := r.count(OutcomeBlocked); n > 0 {
+		fmt.Fprintf(&b, ", %d blocked", n)
+	}
+	if n := r.count(OutcomeLimited); n > 0 {
+		fmt.Fprintf(&b, ", %d held back by limits", n)
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(&b, ", %d failed", r.Failed)
+	}
+	if n := len(r.ClusterErrors); n > 0 {
+		fmt.Fprintf(&b, ", %d member cluster(s) unreachable", n)
+	}
+	if r.Stopped {
+		b.WriteString(", stopped early")
+	}
+	if r.DryRun != DryRunNone && r.DryRun != "" {
+		fmt.Fprintf(&b, " (dry run: %s)", r.DryRun)
+	}
+	if !r.End.IsZero() {
+		fmt.Fprintf(&b, " in %s", r.End.Sub(r.Start).Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+func (r *PassResult) count(o Outcome) int {
+	n := 0
+	for i := range r.Bindings {
+		if r.Bindings[i].Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Err joins the failures of the pass: unreachable member clusters and
+// failed writes. It is nil when everything that was attempted worked.
+func (r *PassResult) Err() error {
+	var errs []error
+	clusters := make([]string, 0, len(r.ClusterErrors))
+	for c := range r.ClusterErrors {
+		clusters = append(clusters, c)
+	}
+	sort.Strings(clusters)
+	for _, c := range clusters {
+		errs = append(errs, r.ClusterErrors[c])
+	}
+	for i := range r.Bindings {
+		if r.Bindings[i].Err != nil {
+			errs = append(errs, r.Bindings[i].Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Pass runs one descheduling pass: list candidate bindings, list the member
+// clusters they need counted, compute each binding's plan and write it.
+//
+// It returns an error only when the bindings cannot be listed; every other
+// failure is reported in the result. When ctx ends, the pass finishes the
+// write in progress, writes nothing more and marks the rest OutcomeStopped.
+func (d *Descheduler) Pass(ctx context.Context) (*PassResult, error) {
+	result := &PassResult{Start: time.Now(), DryRun: d.opts.DryRun, ClusterErrors: map[string]error{}}
+	defer func() { result.End = time.Now() }()
+
+	candidates, err := d.listCandidates(ctx, result)
+	if err != nil {
+		return nil, err
+	}
+	now := d.opts.Now()
+	counter := d.countClusters(ctx, candidates, result)
+	budget := newBudget(d.opts.MaxReplicasPerPass, d.opts.MaxReplicasPerCluster)
+
+	for _, rb := range candidates {
+		br := BindingResult{Namespace: rb.Namespace, Name: rb.Name, Resource: rb.Spec.Resource}
+		br.Rows = budget.limit(ComputePlan(counter.inputs(rb, d.opts.UnschedulableThreshold, now)))
+		if ctx.Err() != nil {
+			result.Stopped = true
+			br.Outcome, br.Message = OutcomeStopped, "pass stopped before this binding was written"
+			result.Bindings = append(result.Bindings, br)
+			continue
+		}
+		d.apply(ctx, rb, &br, counter, budget, now)
+		switch br.Outcome {
+		case OutcomeDescheduled, OutcomeDryRun:
+			result.Descheduled++
+			result.EvictedReplicas += br.Evicted
+		case OutcomeFailed:
+			result.Failed++
+		}
+		result.Bindings = append(result.Bindings, br)
+	}
+	return result, nil
+}
+
+// listCandidates lists the bindings in scope, records the ones skipped and
+// returns the candidates sorted by namespace and name.
+func (d *Descheduler) listCandidates(ctx context.Context, result *PassResult) ([]*workv1alpha2.ResourceBinding, error) {
+	client := d.karmada.WorkV1alpha2().ResourceBindings(d.opts.Namespace)
+	bindings, err := listAll[workv1alpha2.ResourceBinding](ctx, defaultPageSize, metav1.ListOptions{LabelSelector: d.opts.LabelSelector},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return client.List(ctx, o) })
+	if err != nil {
+		scope := "all namespaces"
+		if d.opts.Namespace != "" {
+			scope = "namespace " + d.opts.Namespace
+		}
+		return nil, fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", scope, err)
+	}
+	var candidates []*workv1alpha2.ResourceBinding
+	for i := range bindings {
+		rb := &bindings[i]
+		if d.exclude[rb.Namespace] {
+			continue
+		}
+		result.Listed++
+		if ok, why := IsCandidate(rb); !ok {
+			result.Skipped = append(result.Skipped, SkippedBinding{Namespace: rb.Namespace, Name: rb.Name, Reason: why})
+			continue
+		}
+		candidates = append(candidates, rb)
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		if candidates[i].Namespace != candidates[j].Namespace {
+			return candidates[i].Namespace < candidates[j].Namespace
+		}
+		return candidates[i].Name < candidates[j].Name
+	})
+	return candidates, nil
+}
+
+// clusterCounter holds what the pass learnt from member clusters.
+type clusterCounter struct {
+	indexes map[string]*ClusterIndex
+	errs    map[string]error
+}
+
+// countClusters lists, concurrently, every member cluster in which some
+// candidate binding has fewer ready replicas than assigned, once per pass.
+func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alpha2.ResourceBinding, result *PassResult) *clusterCounter {
+	namespaces := map[string]map[string]bool{}
+	for _, rb := range candidates {
+		ready := ReadyReplicas(rb)
+		for _, tc := range rb.Spec.Clusters {
+			in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name)}
+			if !in.IsCandidate() {
+				continue
+			}
+			if namespaces[tc.Name] == nil {
+				namespaces[tc.Name] = map[string]bool{}
+			}
+			namespaces[tc.Name][rb.Spec.Resource.Namespace] = true
+		}
+	}
+
+	counter := &clusterCounter{indexes: map[string]*ClusterIndex{}, errs: map[string]error{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, d.opts.Concurrency)
+	for cluster, nsSet := range namespaces {
+		scope := d.listScope(nsSet)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			objs, err := d.pods.ListClusterObjects(ctx, cluster, scope)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				counter.errs[cluster] = err
+				result.ClusterErrors[cluster] = err
+				return
+			}
+			counter.indexes[cluster] = NewClusterIndex(cluster, objs)
+		}()
+	}
+	wg.Wait()
+	return counter
+}
+
+// listScope picks the namespaces to list in a member cluster.
+func (d *Descheduler) listScope(nsSet map[string]bool) []string {
+	if d.opts.Namespace != "" {
+		return []string{d.opts.Namespace}
+	}
+	if len(nsSet) > maxNamespacedLists {
+		return nil
+	}
+	scope := make([]string, 0, len(nsSet))
+	for ns := range nsSet {
+		scope = append(scope, ns)
+	}
+	slices.Sort(scope)
+	return scope
+}
+
+// inputs builds the formula inputs of rb from the pass's cluster indexes.
+func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time.Duration, now time.Time) []ClusterInput {
+	ready := ReadyReplicas(rb)
+	ref := rb.Spec.Resource
+	inputs := make([]ClusterInput, 0, len(rb.Spec.Clusters))
+	for _, tc := range rb.Spec.Clusters {
+		in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name)}
+		if in.IsCandidate() {
+			switch ix, ok := c.indexes[tc.Name]; {
+			case ok:
+				in.Unschedulable, in.CountErr = ix.CountUnschedulable(ref.Namespace, ref.Name, threshold, now)
+			case c.errs[tc.Name] != nil:
+				in.CountErr = c.errs[tc.Name]
+			default:
+				// The binding changed after the clusters were listed.
+				in.CountErr = fmt.Errorf("member cluster %s was not listed in this pass, it is counted next pass", tc.Name)
+			}
+		}
+		inputs = append(inputs, in)
+	}
+	return inputs
+}
+
+// apply writes the plan in br.Rows to rb, re-reading and recomputing once
+// on a conflict, and records the events.
+func (d *Descheduler) apply(ctx context.Context, rb *workv1alpha2.ResourceBinding, br *BindingResult,
+	counter *clusterCounter, budget *budget, now time.Time) {
+	// The write outlives a stop request so that it is never cut half-way;
+	// the timeout still bounds a hung API server.
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.WriteTimeout)
+	defer cancel()
+
+	for attempt := 0; ; attempt++ {
+		br.Evicted = TotalEvicted(br.Rows)
+		if br.Evicted == 0 {
+			br.Outcome, br.Message = quietOutcome(br.Rows)
+			return
+		}
+		br.Message = SucceedMessage(br.Rows)
+		if d.opts.DryRun == DryRunClient {
+			br.Outcome = OutcomeDryRun
+			budget.spend(br.Rows)
+			return
+		}
+		updated, err := d.write(writeCtx, rb, br.Rows)
+		if err == nil {
+			budget.spend(br.Rows)
+			if d.opts.DryRun == DryRunServer {
+				br.Outcome = OutcomeDryRun
+				return
+			}
+			br.Outcome = OutcomeDescheduled
+			br.EventErr = d.recordEvents(writeCtx, updated, corev1.EventTypeNormal, ReasonDescheduleSucceed, br.Message)
+			return
+		}
+		if !apierrors.IsConflict(err) || attempt > 0 {
+			d.fail(writeCtx, rb, br, err)
+			return
+		}
+		// Someone else (usually the scheduler) changed the binding since it
+		// was listed: decide again on the fresh copy, once.
+		br.Retried = true
+		fresh, getErr := d.karmada.WorkV1alpha2().ResourceBindings(rb.Namespace).Get(writeCtx, rb.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(getErr) {
+			br.Outcome, br.Message = OutcomeSkipped, "binding was deleted during the pass"
+			return
+		}
+		if getErr != nil {
+			d.fail(writeCtx, rb, br, getErr)
+			return
+		}
+		if ok, why := IsCandidate(fresh); !ok {
+			br.Outcome, br.Message = OutcomeSkipped, "binding changed during the pass: "+why
+			return
+		}
+		rb = fresh
+		br.Resource = fresh.Spec.Resource
+		br.Rows = budget.limit(ComputePlan(counter.inputs(fresh, d.opts.UnschedulableThreshold, now)))
+	}
+}
+
+// write updates spec.clusters of rb to rows' New values with rb's
+// resourceVersion as precondition.
+func (d *Descheduler) write(ctx context.Context, rb *workv1alpha2.ResourceBinding, rows []ClusterRow) (*workv1alpha2.ResourceBinding, error) {
+	if len(rows) != len(rb.Spec.Clusters) {
+		return nil, fmt.Errorf("plan of binding %s/%s does not match its spec.clusters, it is recomputed next pass", rb.Namespace, rb.Name)
+	}
+	next := rb.DeepCopy()
+	for i := range rows {
+		next.Spec.Clusters[i].Replicas = rows[i].New
+	}
+	opts := metav1.UpdateOptions{FieldManager: EventComponent}
+	if d.opts.DryRun == DryRunServer {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return d.karmada.WorkV1alpha2().ResourceBindings(next.Namespace).Update(ctx, next, opts)
+}
+
+// fail records a failed write on br and as Warning events.
+func (d *Descheduler) fail(ctx context.Context, rb *workv1alpha2.ResourceBinding, br *BindingResult, err error) {
+	br.Outcome = OutcomeFailed
+	br.Err = fmt.Errorf("cannot update resourcebinding %s/%s, it is retried next pass: %w", rb.Namespace, rb.Name, err)
+	if d.opts.DryRun == DryRunNone {
+		// The original's event text is the bare API error.
+		br.EventErr = d.recordEvents(ctx, rb, corev1.EventTypeWarning, ReasonDescheduleFailed, err.Error())
+	}
+}
+
+// recordEvents records the same event on the binding and on its template.
+func (d *Descheduler) recordEvents(ctx context.Context, rb *workv1alpha2.ResourceBinding, eventType, reason, message string) error {
+	if d.events == nil {
+		return nil
+	}
+	return errors.Join(
+		d.events.WriteEvent(ctx, rb, eventType, reason, message),
+		d.events.WriteEvent(ctx, templateReference(rb), eventType, reason, message),
+	)
+}
+
+// quietOutcome explains why a binding with nothing to evict is left alone.
+func quietOutcome(rows []ClusterRow) (Outcome, string) {
+	for _, r := range rows {
+		if r.Action == ActionCountFailed {
+			return OutcomeBlocked, fmt.Sprintf("cluster %s could not be counted: %v", r.Cluster, r.Err)
+		}
+	}
+	for _, r := range rows {
+		if r.Action == ActionLimited {
+			return OutcomeLimited, "replica limits reached for this pass"
+		}
+	}
+	return OutcomeUnchanged, "no replicas unschedulable past the threshold"
+}
+
+// budget enforces MaxReplicasPerPass and MaxReplicasPerCluster. Replicas are
+// only spent once a write succeeds (or would, in dry-run).
+type budget struct {
+	perPass, perCluster int32
+	spentPass           int32
+	spentCluster        map[string]int32
+}
+
+func newBudget(perPass, perCluster int32) *budget {
+	return &budget{perPass: perPass, perCluster: perCluster, spentCluster: map[string]int32{}}
+}
+
+// limit lowers the evictions of rows to what is left of the budget, in row
+// order, turning cut rows into ActionLimited. It returns rows.
+func (b *budget) limit(rows []ClusterRow) []ClusterRow {
+	passLeft := int32(-1)
+	if b.perPass > 0 {
+		passLeft = b.perPass - b.spentPass
+	}
+	for i := range rows {
+		r := &rows[i]
+		want := r.Evicted()
+		if r.Action != ActionEvict || want <= 0 {
+			continue
+		}
+		allowed := want
+		if passLeft >= 0 {
+			allowed = min(allowed, passLeft)
+		}
+		if b.perCluster > 0 {
+			allowed = min(allowed, b.perCluster-b.spentCluster[r.Cluster])
+		}
+		allowed = max(allowed, 0)
+		if allowed < want {
+			r.New, r.Action = r.Spec-allowed, ActionLimited
+		}
+		if passLeft >= 0 {
+			passLeft -= allowed
+		}
+	}
+	return rows
+}
+
+func (b *budget) spend(rows []ClusterRow) {
+	for _, r := range rows {
+		n := r.Evicted()
+		b.spentPass += n
+		b.spentCluster[r.Cluster] += n
+	}
+}
