@@ -3,7 +3,6 @@ package deschedule
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -213,12 +212,4 @@ func readyPointer(ready map[string]int32, cluster string) *int32 {
 		return nil
 	}
 	return &n
-}
-
-// formatReady renders a ready count for tables: "?" when unknown.
-func formatReady(ready *int32) string {
-	if ready == nil {
-		return "?"
-	}
-	return strconv.Itoa(int(*ready))
 }

@@ -1,0 +1,123 @@
+package deschedule
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// PrintOptions selects how PrintPass lays out the table.
+type PrintOptions struct {
+	// Wide adds the OUTCOME and MESSAGE columns.
+	Wide bool
+	// NoHeaders leaves out the header line.
+	NoHeaders bool
+	// WithNamespace always prints the NAMESPACE column; without it the column
+	// appears only when the bindings span more than one namespace.
+	WithNamespace bool
+	// ChangesOnly leaves out bindings the pass had nothing to do with
+	// (OutcomeUnchanged), which are most of them in a healthy fleet.
+	ChangesOnly bool
+}
+
+// Placeholders kubectl prints for absent values.
+const (
+	cellNone    = "<none>"
+	cellUnknown = "<unknown>"
+)
+
+var passColumns = []metav1.TableColumnDefinition{
+	{Name: "Binding", Type: "string", Description: "The ResourceBinding."},
+	{Name: "Cluster", Type: "string", Description: "A target cluster of the binding."},
+	{Name: "Spec", Type: "integer", Description: "Replicas the binding assigned to the cluster before the pass."},
+	{Name: "Ready", Type: "string", Description: "Ready replicas reported by the cluster."},
+	{Name: "Unschedulable", Type: "string", Description: "Pods unschedulable for longer than the threshold; <none> when not counted."},
+	{Name: "New", Type: "integer", Description: "Replicas assigned to the cluster after the pass."},
+	{Name: "Action", Type: "string", Description: "What the pass did with the cluster."},
+	{Name: "Outcome", Type: "string", Priority: 1, Description: "What the pass did with the binding."},
+	{Name: "Message", Type: "string", Priority: 1, Description: "The event message, or why nothing was written."},
+}
+
+var passNamespaceColumn = metav1.TableColumnDefinition{Name: "Namespace", Type: "string", Description: "The binding's namespace."}
+
+// PrintPass writes one table row per target cluster of every candidate
+// binding in result, in result order. It writes nothing when no binding is
+// left to print, as kubectl does.
+func PrintPass(w io.Writer, result *PassResult, opts PrintOptions) error {
+	bindings := make([]BindingResult, 0, len(result.Bindings))
+	for _, br := range result.Bindings {
+		if opts.ChangesOnly && br.Outcome == OutcomeUnchanged {
+			continue
+		}
+		bindings = append(bindings, br)
+	}
+	withNamespace := opts.WithNamespace || bindingsSpanNamespaces(bindings)
+
+	table := &metav1.Table{ColumnDefinitions: passColumns}
+	if withNamespace {
+		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{passNamespaceColumn}, passColumns...)
+	}
+	for _, br := range bindings {
+		message := br.Message
+		if br.Err != nil {
+			message = br.Err.Error()
+		}
+		for _, row := range br.Rows {
+			cells := []any{
+				br.Name, row.Cluster, int64(row.Spec), readyCell(row), unschedulableCell(row), int64(row.New), string(row.Action),
+				string(br.Outcome), orNoneCell(message),
+			}
+			if withNamespace {
+				cells = append([]any{br.Namespace}, cells...)
+			}
+			table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+		}
+	}
+	if len(table.Rows) == 0 {
+		return nil
+	}
+	printer := printers.NewTablePrinter(printers.PrintOptions{Wide: opts.Wide, NoHeaders: opts.NoHeaders})
+	if err := printer.PrintObj(table, w); err != nil {
+		return fmt.Errorf("printing the deschedule table failed: %w", err)
+	}
+	return nil
+}
+
+// PrintSummary writes result's one-line summary.
+func PrintSummary(w io.Writer, result *PassResult) error {
+	_, err := fmt.Fprintln(w, result.Summary())
+	return err
+}
+
+func bindingsSpanNamespaces(bindings []BindingResult) bool {
+	for _, br := range bindings {
+		if br.Namespace != bindings[0].Namespace {
+			return true
+		}
+	}
+	return false
+}
+
+func readyCell(row ClusterRow) string {
+	if row.Ready == nil {
+		return cellUnknown
+	}
+	return strconv.Itoa(int(*row.Ready))
+}
+
+func unschedulableCell(row ClusterRow) string {
+	if !row.Counted {
+		return cellNone
+	}
+	return strconv.Itoa(int(row.Unschedulable))
+}
+
+func orNoneCell(s string) string {
+	if s == "" {
+		return cellNone
+	}
+	return s
+}
