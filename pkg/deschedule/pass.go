@@ -388,7 +388,10 @@ func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alp
 			defer mu.Unlock()
 			if err != nil {
 				counter.errs[cluster] = err
-				result.ClusterErrors[cluster] = err
+				// A stop request is not the member cluster's fault.
+				if ctx.Err() == nil {
+					result.ClusterErrors[cluster] = err
+				}
 				return
 			}
 			counter.indexes[cluster] = NewClusterIndex(cluster, objs)
@@ -543,6 +546,11 @@ func quietOutcome(rows []ClusterRow) (Outcome, string) {
 	for _, r := range rows {
 		if r.Action == ActionLimited {
 			return OutcomeLimited, "replica limits reached for this pass"
+		}
+	}
+	for _, r := range rows {
+		if r.Action == ActionOverSpec {
+			return OutcomeUnchanged, fmt.Sprintf("cluster %s has more unschedulable pods than assigned replicas, which Karmada leaves alone", r.Cluster)
 		}
 	}
 	return OutcomeUnchanged, "no replicas unschedulable past the threshold"

@@ -462,3 +462,40 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestPassStoppedWhileListingMembers(t *testing.T) {
+	web := newBinding("default", "web", cluster{"m1", 3, 1})
+	f := newPassFixture([]*workv1alpha2.ResourceBinding{web}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := f.descheduler(t, Options{})
+	d.pods = podSourceFunc(func(ctx context.Context, _ string, _ []string) (*ClusterObjects, error) {
+		cancel()
+		return nil, ctx.Err()
+	})
+	result, err := d.Pass(ctx)
+	require.NoError(t, err)
+	assert.True(t, result.Stopped)
+	assert.Equal(t, OutcomeStopped, result.Bindings[0].Outcome)
+	assert.Empty(t, result.ClusterErrors, "a stop request is not reported as an unreachable cluster")
+	assert.Empty(t, updates(f.karmada.Actions()))
+}
+
+func TestPassOverSpecIsLeftAlone(t *testing.T) {
+	web := newBinding("default", "web", cluster{"m1", 2, 0})
+	f := newPassFixture([]*workv1alpha2.ResourceBinding{web}, map[string]*fake.Clientset{
+		"m1": memberCluster(memberWorkload{"default", "web", 0, 3}),
+	})
+	result, err := f.descheduler(t, Options{}).Pass(context.Background())
+	require.NoError(t, err)
+	br := result.Bindings[0]
+	assert.Equal(t, OutcomeUnchanged, br.Outcome)
+	assert.Equal(t, ActionOverSpec, br.Rows[0].Action)
+	assert.Contains(t, br.Message, "more unschedulable pods than assigned")
+	assert.Empty(t, updates(f.karmada.Actions()))
+}
+
+type podSourceFunc func(ctx context.Context, cluster string, namespaces []string) (*ClusterObjects, error)
+
+func (f podSourceFunc) ListClusterObjects(ctx context.Context, cluster string, namespaces []string) (*ClusterObjects, error) {
+	return f(ctx, cluster, namespaces)
+}
