@@ -1,0 +1,49 @@
+# kubectl-rebalance developer entry points. The two that matter most:
+#   make demo   - the WorkloadRebalancer tutorial, end to end, on a local control plane
+#   make test   - unit tests and the real-control-plane e2e tests
+
+GO ?= go
+BIN := _output/bin
+
+.PHONY: all build controlplane test test-unit sandbox demo bench docs release-snapshot clean
+
+all: build
+
+## build: the plugin binary into _output/bin/kubectl-rebalance
+build:
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/kubectl-rebalance ./cmd/kubectl-rebalance
+
+## controlplane: the pinned etcd, Kubernetes, Karmada and kwok binaries (no-op when up to date)
+controlplane:
+	hack/build-controlplane.sh
+
+## test: every test, including the e2e tests on a real Karmada control plane
+test: controlplane
+	$(GO) test ./... -count=1 -timeout 45m
+
+## test-unit: the tests that need no control plane
+test-unit:
+	$(GO) test -short ./...
+
+## sandbox: a local Karmada control plane in the foreground (SANDBOX_DIR, default _sandbox/)
+sandbox: controlplane build
+	$(GO) run ./hack/sandbox $(SANDBOX_ARGS)
+
+## demo: the WorkloadRebalancer tutorial on a local control plane (or KUBECONFIG=... of a sandbox via DEMO_ARGS=--kubeconfig=...)
+demo: controlplane build
+	$(GO) run ./hack/demo $(DEMO_ARGS)
+
+## bench: benchmarks on the real control plane
+bench: controlplane
+	$(GO) test ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 60m
+
+## docs: regenerate docs/reference from the command tree
+docs:
+	$(GO) run ./hack/gendocs
+
+## release-snapshot: every release archive and the krew manifest, locally, into dist/
+release-snapshot:
+	hack/release-snapshot.sh
+
+clean:
+	rm -rf _output dist
