@@ -104,6 +104,7 @@ type ControlPlane struct {
 	karmadaPort int
 	mu          sync.Mutex
 	processes   []*process
+	metrics     map[string]string
 	stopOnce    sync.Once
 }
 

@@ -390,6 +390,10 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 	if err != nil {
 		return err
 	}
+	cp.metrics = map[string]string{
+		"karmada-scheduler":          "http://" + addr(ports[0]) + "/metrics",
+		"karmada-controller-manager": "http://" + addr(ports[2]) + "/metrics",
+	}
 	if err := waitReady(ctx, scheduler, time.Minute, httpCheck(http.DefaultClient, "http://"+addr(ports[1])+"/healthz")); err != nil {
 		return err
 	}
