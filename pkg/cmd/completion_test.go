@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -191,4 +193,40 @@ func completionLines(out string) []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// TestKubectlCompleteScript runs cmd/kubectl_complete-rebalance the way
+// kubectl does, against a stand-in kubectl-rebalance that echoes its
+// arguments, and checks that every word arrives unchanged.
+func TestKubectlCompleteScript(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the completion helper is a POSIX shell script")
+	}
+	script, err := filepath.Abs("../../cmd/kubectl_complete-rebalance")
+	require.NoError(t, err)
+	info, err := os.Stat(script)
+	require.NoError(t, err)
+	assert.NotZero(t, info.Mode()&0o111, "kubectl only runs an executable helper")
+
+	bin := t.TempDir()
+	echo := "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "kubectl-rebalance"), []byte(echo), 0o755))
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "new word", args: []string{"deployment/nginx", "--context", ""}, want: "[__complete]\n[deployment/nginx]\n[--context]\n[]\n"},
+		{name: "partial word with spaces", args: []string{"-l", "app in (a, b"}, want: "[__complete]\n[-l]\n[app in (a, b]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := exec.Command(script, tt.args...)
+			c.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			out, err := c.CombinedOutput()
+			require.NoError(t, err, string(out))
+			assert.Equal(t, tt.want, string(out))
+		})
+	}
 }
