@@ -1,7 +1,10 @@
 // Package version holds the build information that goreleaser injects with -ldflags.
 package version
 
-import "runtime"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // These are set at link time, e.g.
 // -X github.com/kubectl-rebalance/kubectl-rebalance/pkg/version.version=v0.1.0
@@ -20,10 +23,17 @@ type Info struct {
 	Platform  string `json:"platform"`
 }
 
-// Get returns the build information of the running binary.
+// Get returns the build information of the running binary. A binary built by
+// `go install module@vX` was not stamped, but Go recorded the module version.
 func Get() Info {
+	v := version
+	if v == "v0.0.0-dev" {
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+	}
 	return Info{
-		Version:   version,
+		Version:   v,
 		Commit:    commit,
 		Date:      date,
 		GoVersion: runtime.Version(),
