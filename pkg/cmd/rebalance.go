@@ -1,21 +1,437 @@
 package cmd
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
+
+var (
+	rebalanceLong = templates.LongDesc(`
+		Trigger a fresh reschedule of Karmada workloads and show where their
+		replicas went.
+
+		For every workload this does what Karmada's WorkloadRebalancer controller
+		does, from the client: find the workload's ResourceBinding (or
+		ClusterResourceBinding), check that it belongs to the workload, and set
+		spec.rescheduleTriggeredAt to the API server's current time unless the
+		binding already holds a trigger that late. Results use the controller's
+		words and order: Successful, Failed (ReferencedBindingNotFound) or
+		pending.
+
+		Unlike the controller, the command makes sure the scheduler can act: a
+		binding scheduled in the same second (or by a scheduler whose clock is
+		ahead) gets a trigger from the next server second, and bindings the
+		scheduler ignores (scheduling suspended, another scheduler, no
+		propagation policy, never scheduled) are reported as Ignored. By default
+		it then waits until the scheduler has answered every trigger and shows
+		the placement before and after.
+
+		Workloads are named as for kubectl get: TYPE/NAME, TYPE NAME..., a
+		label selector, --all, or files (-f). A file may hold a WorkloadRebalancer
+		manifest; its spec.workloads are rebalanced. The Karmada apiserver is
+		the kubeconfig's current context, or the one named by --karmada-context
+		(same as --context).
+
+		Exit codes:
+
+		* 0: every workload was triggered and, when waiting, rescheduled.
+		* 1: bad usage or input, or the Karmada apiserver could not be used.
+		* 2: some workload failed: it has no binding, its binding belongs to
+		  another workload, the scheduler failed, or the scheduler ignores the trigger.
+		* 3: the timeout expired while some workload was still pending.`)
+
+	rebalanceExample = templates.Examples(`
+		# Rebalance one Deployment after a member cluster came back
+		kubectl rebalance deploy/nginx
+
+		# Rebalance several workloads of different kinds at once
+		kubectl rebalance deploy/nginx clusterrole/nginx-reader configmap/nginx-config
+
+		# Rebalance every Deployment labelled app=web in all namespaces
+		kubectl rebalance deployments -l app=web -A
+
+		# Rebalance the workloads listed in a WorkloadRebalancer manifest
+		kubectl rebalance -f rebalancer.yaml
+
+		# Show what would be triggered, without writing anything
+		kubectl rebalance deployments --all -n shop --dry-run=client
+
+		# Trigger without waiting, and keep the equivalent WorkloadRebalancer
+		kubectl rebalance deploy/nginx --wait=false -o yaml > rebalancer.yaml
+
+		# Use a Karmada apiserver context from a kubeconfig shared with member clusters
+		kubectl rebalance deploy/nginx --karmada-context karmada-apiserver`)
+)
+
+// Defaults of the command's flags.
+const (
+	defaultTimeout = 2 * time.Minute
+	defaultQPS     = 50
+	defaultBurst   = 100
+)
+
+// bindingGroupKind is what a Karmada control plane serves and any other
+// cluster does not.
+var bindingGroupKind = schema.GroupKind{Group: "work.karmada.io", Kind: "ResourceBinding"}
+
+// RebalanceOptions holds the flags and the state of `kubectl rebalance`.
+type RebalanceOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	PrintFlags  *genericclioptions.PrintFlags
+	resource.FilenameOptions
+
+	// KarmadaContext is the value of --karmada-context, an alias of --context.
+	KarmadaContext string
+	LabelSelector  string
+	AllNamespaces  bool
+	All            bool
+	NoHeaders      bool
+	DryRunFlag     string
+	Wait           bool
+	Timeout        time.Duration
+	QPS            float32
+	Burst          int
+
+	// Set by Complete.
+	Args             []string
+	Namespace        string
+	EnforceNamespace bool
+	DryRun           rebalance.DryRun
+	OutputFormat     string
+	printer          printers.ResourcePrinter
+	factory          cmdutil.Factory
+
+	genericiooptions.IOStreams
+}
+
+// NewRebalanceOptions returns options with the flags' defaults.
+func NewRebalanceOptions(streams genericiooptions.IOStreams) *RebalanceOptions {
+	o := &RebalanceOptions{
+		ConfigFlags: genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50),
+		PrintFlags:  genericclioptions.NewPrintFlags("rebalanced"),
+		DryRunFlag:  "none",
+		Wait:        true,
+		Timeout:     defaultTimeout,
+		QPS:         defaultQPS,
+		Burst:       defaultBurst,
+		IOStreams:   streams,
+	}
+	// Every client built from the flags obeys --qps and --burst.
+	o.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+		c.QPS, c.Burst = o.QPS, o.Burst
+		return c
+	}
+	return o
+}
 
 // NewCmdRebalance builds the `kubectl rebalance` command tree.
 func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRebalanceOptions(streams)
+	f := cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(o.ConfigFlags))
+
 	cmd := &cobra.Command{
-		Use:           "kubectl rebalance (TYPE[.VERSION][.GROUP] [NAME...] | TYPE/NAME... | -f FILENAME | -l SELECTOR)",
-		Short:         "Trigger a fresh Karmada reschedule of workloads and show where replicas went",
-		Long:          templates.LongDesc(`Trigger a fresh reschedule of Karmada workloads.`),
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:                   "rebalance (TYPE[.VERSION][.GROUP] [NAME...] | TYPE[.VERSION][.GROUP]/NAME... | -f FILENAME | TYPE -l SELECTOR | TYPE --all)",
+		DisableFlagsInUseLine: true,
+		Short:                 "Trigger a fresh Karmada reschedule of workloads and show where replicas went",
+		Long:                  rebalanceLong,
+		Example:               rebalanceExample,
+		Annotations:           map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl rebalance"},
+		Args:                  cobra.ArbitraryArgs,
+		ValidArgsFunction:     completion.ResourceTypeAndNameCompletionFunc(f),
+		SilenceUsage:          true,
+		SilenceErrors:         true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, cmd, args); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			if err := o.Validate(cmd); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
 	}
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
+	})
+
+	// The kubeconfig flags apply to every subcommand, as in kubectl.
+	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&o.KarmadaContext, "karmada-context", "",
+		"The kubeconfig context of the Karmada apiserver, as in karmadactl; the same as --context.")
+	o.AddFlags(cmd)
+	if err := registerCompletions(cmd, f); err != nil {
+		panic(err) // a programming error: flags registered twice
+	}
+	_ = cmd.RegisterFlagCompletionFunc("karmada-context", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return sorted(completion.ListContextsInConfig(toComplete)), cobra.ShellCompDirectiveNoFileComp
+	})
+
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdCompletion(streams))
 	return cmd
+}
+
+// AddFlags registers the command's own flags.
+func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
+	flags := cmd.Flags()
+	cmdutil.AddFilenameOptionFlags(cmd, &o.FilenameOptions, "identifying the workloads to rebalance, or WorkloadRebalancer manifests whose workloads to rebalance.")
+	cmdutil.AddLabelSelectorFlagVar(cmd, &o.LabelSelector)
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Rebalance the selected workloads in all namespaces.")
+	flags.BoolVar(&o.All, "all", o.All, "Rebalance all workloads of the given types in the namespace.")
+	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
+	flags.StringVar(&o.DryRunFlag, "dry-run", o.DryRunFlag, `Must be "none", "server", or "client". With client, bindings are only read; with server, the triggers are sent with dryRun=All and nothing is persisted. Nothing is waited for.`)
+	flags.Lookup("dry-run").NoOptDefVal = string(rebalance.DryRunClient)
+	flags.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the scheduler has answered every trigger, and show the placement it chose.")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to retry failed requests and wait for the scheduler before giving up; rows still unfinished are reported as pending (exit code 3).")
+	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second the client may send to the Karmada apiserver.")
+	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests the client may send at once before --qps applies; also the number of bindings handled in parallel.")
+
+	o.PrintFlags.AddFlags(cmd)
+	output := flags.Lookup("output")
+	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table.", strings.Join(o.PrintFlags.AllowedFormats(), ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"wide"}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Complete fills the options from the flags, the arguments and the kubeconfig.
+func (o *RebalanceOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
+	o.Args = args
+	o.factory = f
+
+	if cmd.Flags().Changed("karmada-context") {
+		if cmd.Flags().Changed("context") && *o.ConfigFlags.Context != o.KarmadaContext {
+			return fmt.Errorf("--karmada-context %q and --context %q disagree; give only one of them", o.KarmadaContext, *o.ConfigFlags.Context)
+		}
+		*o.ConfigFlags.Context = o.KarmadaContext
+	}
+
+	switch o.DryRunFlag {
+	case "none", "false", "":
+		o.DryRun = rebalance.DryRunNone
+	case "client", "true":
+		o.DryRun = rebalance.DryRunClient
+	case "server":
+		o.DryRun = rebalance.DryRunServer
+	default:
+		return fmt.Errorf("invalid --dry-run value %q: use none, client or server", o.DryRunFlag)
+	}
+
+	var err error
+	o.Namespace, o.EnforceNamespace, err = f.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return o.kubeconfigError(err)
+	}
+
+	o.OutputFormat = ""
+	if o.PrintFlags.OutputFormat != nil {
+		o.OutputFormat = *o.PrintFlags.OutputFormat
+	}
+	if o.OutputFormat != "" && o.OutputFormat != "wide" {
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return fmt.Errorf("invalid --output %q: use one of wide, %s", o.OutputFormat, strings.Join(o.PrintFlags.AllowedFormats(), ", "))
+		}
+	}
+	return nil
+}
+
+// Validate checks that the flags and arguments make sense together.
+func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
+	noFiles := cmdutil.IsFilenameSliceEmpty(o.Filenames, o.Kustomize)
+	switch {
+	case len(o.Args) == 0 && noFiles:
+		return cmdutil.UsageErrorf(cmd, "name the workloads to rebalance: give TYPE/NAME, TYPE NAME..., TYPE -l SELECTOR, TYPE --all or -f FILENAME")
+	case len(o.Args) > 0 && !noFiles:
+		return cmdutil.UsageErrorf(cmd, "give the workloads either as arguments or with -f, not both")
+	case o.All && o.LabelSelector != "":
+		return cmdutil.UsageErrorf(cmd, "--all and --selector cannot be combined: --all already selects every workload of the type")
+	case o.Timeout <= 0:
+		return cmdutil.UsageErrorf(cmd, "--timeout must be greater than zero, got %s", o.Timeout)
+	case o.QPS <= 0 || o.Burst <= 0:
+		return cmdutil.UsageErrorf(cmd, "--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	}
+	if o.printer == nil && o.OutputFormat != "" && o.OutputFormat != "wide" {
+		return cmdutil.UsageErrorf(cmd, "invalid --output %q", o.OutputFormat)
+	}
+	return nil
+}
+
+// Run rebalances the workloads and prints the result.
+func (o *RebalanceOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// Ctrl-C ends the run like the timeout does: what was written is
+	// still reported.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	o.quietenClientLogs()
+
+	mapper, err := o.factory.ToRESTMapper()
+	if err != nil {
+		return withExitCode(ExitError, o.apiError(err))
+	}
+	if err := o.checkKarmada(mapper); err != nil {
+		return withExitCode(ExitError, err)
+	}
+
+	resolved, err := o.resolve(mapper)
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+	if len(resolved.Targets) == 0 {
+		o.printNothingFound()
+		return nil
+	}
+
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	clock := rebalance.NewServerClock()
+	config = rest.CopyConfig(config)
+	config.Wrap(clock.Wrap)
+	client, err := karmadaclient.NewForConfig(config)
+	if err != nil {
+		return withExitCode(ExitError, o.kubeconfigError(err))
+	}
+
+	progress := newProgressLine(o.ErrOut)
+	runner := &rebalance.Runner{
+		API:   rebalance.NewBindingAPI(client),
+		Clock: clock,
+		Options: rebalance.Options{
+			DryRun:   o.DryRun,
+			Wait:     o.Wait,
+			Workers:  o.Burst,
+			Progress: progress.Update,
+			Explain:  o.explainMissingBinding(mapper),
+		},
+	}
+	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	result, runErr := runner.Run(runCtx, resolved.Targets)
+	progress.Clear()
+
+	if runErr != nil && result.Written == 0 {
+		// Nothing was written: the error says it all.
+		return withExitCode(ExitError, o.apiError(runErr))
+	}
+	if err := o.print(result, resolved); err != nil {
+		return withExitCode(ExitError, err)
+	}
+	if runErr != nil {
+		return withExitCode(ExitError, fmt.Errorf("%w; the table shows the %d binding(s) already triggered", o.apiError(runErr), result.Written))
+	}
+	switch {
+	case result.Failed > 0:
+		return withExitCode(ExitFailed, silentError{msg: fmt.Sprintf("%d workload(s) failed", result.Failed)})
+	case result.Pending > 0:
+		return withExitCode(ExitPending, silentError{msg: fmt.Sprintf("%d workload(s) still pending after %s", result.Pending, o.Timeout)})
+	}
+	return nil
+}
+
+// quietenClientLogs keeps client-go's internal logging off the terminal:
+// every failure reaches the user once, as this command's own error. Warnings
+// the API server sends with its answers still go to stderr, as in kubectl.
+func (o *RebalanceOptions) quietenClientLogs() {
+	klog.SetLogger(logr.Discard())
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
+}
+
+// checkKarmada fails unless the API server serves Karmada's bindings.
+func (o *RebalanceOptions) checkKarmada(mapper meta.RESTMapper) error {
+	_, err := mapper.RESTMapping(bindingGroupKind, "v1alpha2")
+	if err == nil {
+		return nil
+	}
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("the cluster behind context %q (%s) is not a Karmada control plane: resourcebindings.work.karmada.io is not served; "+
+			"point --karmada-context or --kubeconfig at the Karmada apiserver", o.contextName(), o.serverURL())
+	}
+	return o.apiError(err)
+}
+
+// resolve turns the arguments and files into targets, with cli-runtime's
+// resource builder. Objects named as arguments are not read: a missing one
+// must still get its row, and its binding is read anyway.
+func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved, error) {
+	result := o.factory.NewBuilder().
+		Unstructured().
+		NamespaceParam(o.Namespace).DefaultNamespace().
+		AllNamespaces(o.AllNamespaces).
+		FilenameParam(o.EnforceNamespace, &o.FilenameOptions).
+		LabelSelectorParam(o.LabelSelector).
+		SelectAllParam(o.All).
+		ResourceTypeOrNameArgs(false, o.Args...).
+		RequireObject(false).
+		Flatten().
+		Do()
+	infos, err := result.Infos()
+	if err != nil {
+		return nil, o.inputError(err)
+	}
+	resolver := rebalance.Resolver{Mapper: mapper}
+	resolved := &rebalance.Resolved{}
+	for _, info := range infos {
+		if err := resolver.Add(resolved, info); err != nil {
+			return nil, o.inputError(err)
+		}
+	}
+	return resolved, nil
+}
+
+// printNothingFound says, like kubectl get, that the selection was empty.
+func (o *RebalanceOptions) printNothingFound() {
+	switch {
+	case o.AllNamespaces:
+		fmt.Fprintln(o.ErrOut, "No resources found")
+	default:
+		fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", o.Namespace)
+	}
+}
+
+// contextName names the kubeconfig context in use, for messages.
+func (o *RebalanceOptions) contextName() string {
+	if name := *o.ConfigFlags.Context; name != "" {
+		return name
+	}
+	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil || raw.CurrentContext == "" {
+		return "<none>"
+	}
+	return raw.CurrentContext
+}
+
+// serverURL names the API server in use, for messages.
+func (o *RebalanceOptions) serverURL() string {
+	config, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil || config.Host == "" {
+		return "unknown server"
+	}
+	return config.Host
 }

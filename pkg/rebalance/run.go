@@ -1,0 +1,572 @@
+package rebalance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// DryRun says whether and where a rebalance only pretends to write.
+type DryRun string
+
+const (
+	// DryRunNone writes the triggers.
+	DryRunNone DryRun = "none"
+	// DryRunClient reads the bindings and writes nothing.
+	DryRunClient DryRun = "client"
+	// DryRunServer sends every write with dryRun=All: the API server checks
+	// permissions, admission and the schema, and persists nothing.
+	DryRunServer DryRun = "server"
+)
+
+// Target is one workload to rebalance.
+type Target struct {
+	// Workload names the resource template as a WorkloadRebalancer would.
+	Workload Workload
+	// UID is the template's uid when it was read from the server; it lets
+	// VerifyBinding notice a binding left over from a deleted template.
+	UID types.UID
+}
+
+// Options tune a Runner.
+type Options struct {
+	// DryRun selects whether triggers are written; the zero value writes.
+	DryRun DryRun
+	// Wait makes Run wait for the scheduler's answer to every trigger.
+	Wait bool
+	// Workers bounds the requests in flight; the client's QPS and burst
+	// limits apply on top. Zero means 16.
+	Workers int
+	// MaxClockWait bounds how long Run waits for the API server's clock to
+	// pass a binding's lastScheduledTime. Zero means 10 seconds.
+	MaxClockWait time.Duration
+	// Backoff paces the retries of a request that failed for a reason that
+	// may go away (conflict, throttling, network). Zero means 200ms doubling
+	// up to 5s; retries stop only when the context ends.
+	Backoff wait.Backoff
+	// Progress, when set, is told how far each phase got.
+	Progress func(Progress)
+	// Explain, when set, is asked why a workload has no binding; the answer
+	// (say, that the template does not exist) is added to the row's message.
+	Explain func(ctx context.Context, t Target) string
+}
+
+// Progress reports how far a phase of Run got.
+type Progress struct {
+	// Phase is "reading", "triggering" or "waiting".
+	Phase string
+	// Done of Total workloads have finished the phase.
+	Done, Total int
+}
+
+// Phases reported through Options.Progress.
+const (
+	PhaseReading    = "reading"
+	PhaseTriggering = "triggering"
+	PhaseWaiting    = "waiting"
+)
+
+// Result is the outcome of a rebalance.
+type Result struct {
+	// Rows has one row per distinct target, in controller order.
+	Rows []Row
+	// TriggerTime is the server time chosen for the run's triggers; a row
+	// whose binding was scheduled later than that carries a later one.
+	TriggerTime metav1.Time
+	// FinishTime is the server time the last result was recorded, as the
+	// controller's status.finishTime; nil while any row is pending.
+	FinishTime *metav1.Time
+	// Written counts the bindings whose trigger was written (or, in a server
+	// dry run, accepted).
+	Written int
+	// Failed counts rows whose rebalance failed or will not happen: a Failed
+	// result, or a scheduling failure, or a trigger the scheduler ignores.
+	Failed int
+	// Pending counts rows still without a result, or whose outcome the
+	// scheduler had not shown yet, when the context ended.
+	Pending int
+}
+
+// RequestError is a request the caller has to fix before anything can be
+// retried, such as one the API server refused for lack of permission.
+type RequestError struct {
+	// Verb is the API verb: get, list, watch or patch.
+	Verb string
+	// Resource is the resource with its group, e.g. resourcebindings.work.karmada.io.
+	Resource string
+	// Namespace and Name locate the object; both may be empty.
+	Namespace, Name string
+	// Err is the API server's answer.
+	Err error
+}
+
+func (e *RequestError) Error() string {
+	target := e.Resource
+	switch {
+	case e.Namespace != "" && e.Name != "":
+		target += " " + e.Namespace + "/" + e.Name
+	case e.Name != "":
+		target += " " + e.Name
+	case e.Namespace != "":
+		target += " in namespace " + e.Namespace
+	}
+	return fmt.Sprintf("%s %s: %v", e.Verb, target, e.Err)
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Runner rebalances workloads the way a WorkloadRebalancer does, and then
+// watches what the scheduler makes of it.
+type Runner struct {
+	// API reaches the bindings.
+	API BindingAPI
+	// Clock is fed by the responses of API; trigger times come from it.
+	Clock *ServerClock
+	Options
+}
+
+// entry is the state of one target during a run.
+type entry struct {
+	target Target
+	row    Row
+	// binding is the binding as last read or written.
+	binding *Binding
+	// at and written are the trigger time and binding generation the
+	// scheduler's answer is judged against.
+	at      metav1.Time
+	written int64
+	// wrote is set once the trigger was written (or accepted in a server dry run).
+	wrote bool
+	// await is set once the trigger is in place and worth waiting for.
+	await bool
+	// done is set once the waiting is over for this entry.
+	done bool
+}
+
+// Run rebalances the targets. Duplicate targets collapse into one row, as
+// in the controller. It returns an error only for a problem no retry can
+// solve (a *RequestError); the rows then show how far the run got. When ctx
+// ends first, unfinished rows are left pending.
+func (r *Runner) Run(ctx context.Context, targets []Target) (*Result, error) {
+	r.defaults()
+	entries := newEntries(targets)
+	result := &Result{}
+
+	// Reading: one GET per binding.
+	if err := r.forEach(ctx, PhaseReading, entries, r.read); err != nil {
+		return r.finish(result, entries), err
+	}
+
+	at := r.triggerTime(ctx, entries)
+	result.TriggerTime = at
+
+	// A watch must start from a resource version taken before the first
+	// write, or it could miss the scheduler's answer to that write.
+	var watches map[Scope]string
+	if r.Wait && r.DryRun == DryRunNone {
+		var err error
+		if watches, err = r.startingPoints(ctx, entries); err != nil {
+			return r.finish(result, entries), err
+		}
+	}
+
+	err := r.forEach(ctx, PhaseTriggering, entries, func(ctx context.Context, e *entry) error {
+		return r.trigger(ctx, e, at)
+	})
+	for _, e := range entries {
+		if e.wrote {
+			result.Written++
+		}
+	}
+	if err != nil {
+		return r.finish(result, entries), err
+	}
+	if r.DryRun == DryRunNone && !anyUnresolved(entries) {
+		if now, ok := r.Clock.Now(); ok {
+			finish := metav1.NewTime(now)
+			result.FinishTime = &finish
+		}
+	}
+
+	if r.Wait && r.DryRun == DryRunNone {
+		if err := r.waitForScheduler(ctx, entries, watches); err != nil {
+			return r.finish(result, entries), err
+		}
+	}
+	return r.finish(result, entries), nil
+}
+
+func (r *Runner) defaults() {
+	if r.Workers <= 0 {
+		r.Workers = 16
+	}
+	if r.MaxClockWait <= 0 {
+		r.MaxClockWait = 10 * time.Second
+	}
+	if r.Backoff.Duration == 0 {
+		r.Backoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 5 * time.Second}
+	}
+	if r.DryRun == "" {
+		r.DryRun = DryRunNone
+	}
+}
+
+// newEntries makes one entry per distinct target, in controller order.
+func newEntries(targets []Target) []*entry {
+	seen := make(map[Workload]*entry, len(targets))
+	entries := make([]*entry, 0, len(targets))
+	for _, t := range targets {
+		if e, ok := seen[t.Workload]; ok {
+			// The same workload listed twice, once with a known uid.
+			if e.target.UID == "" {
+				e.target.UID = t.UID
+			}
+			continue
+		}
+		e := &entry{target: t, row: Row{Workload: t.Workload, Binding: BindingNameFor(t.Workload)}}
+		seen[t.Workload] = e
+		entries = append(entries, e)
+	}
+	sortByKey(entries, func(e *entry) Workload { return e.target.Workload })
+	return entries
+}
+
+// finish fills the counts of result and hands out the rows.
+func (r *Runner) finish(result *Result, entries []*entry) *Result {
+	result.Rows = make([]Row, 0, len(entries))
+	for _, e := range entries {
+		row := e.row
+		result.Rows = append(result.Rows, row)
+		switch {
+		case row.Result == appsv1alpha1.RebalanceFailed,
+			row.Observation.Outcome == OutcomeSchedulingFailed,
+			row.Observation.Outcome == OutcomeIgnored:
+			result.Failed++
+		case row.Observation.Outcome == OutcomeWaiting,
+			row.Result == "" && r.DryRun == DryRunNone:
+			result.Pending++
+		}
+	}
+	return result
+}
+
+// anyUnresolved reports whether some entry has no CRD result yet.
+func anyUnresolved(entries []*entry) bool {
+	for _, e := range entries {
+		if e.row.Result == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// read fetches the binding of e and checks that it belongs to the workload.
+func (r *Runner) read(ctx context.Context, e *entry) error {
+	w := e.target.Workload
+	return r.retry(ctx, e, "timed out before the binding could be read", func() (bool, error) {
+		b, err := r.API.Get(ctx, w.Namespace, e.row.Binding)
+		if err != nil {
+			return r.readFailed(ctx, e, "get", err)
+		}
+		r.adopt(e, b)
+		return true, nil
+	})
+}
+
+// readFailed handles an error reading the binding of e. It reports whether
+// the entry is settled and any error that should stop the run.
+func (r *Runner) readFailed(ctx context.Context, e *entry, verb string, err error) (bool, error) {
+	w := e.target.Workload
+	switch {
+	case apierrors.IsNotFound(err):
+		e.binding = nil
+		e.row.Result, e.row.Reason = appsv1alpha1.RebalanceFailed, appsv1alpha1.RebalanceObjectNotFound
+		e.row.Message = BindingRef(w) + " not found"
+		if r.Explain != nil {
+			if why := r.Explain(ctx, e.target); why != "" {
+				e.row.Message += ": " + why
+			}
+		}
+		return true, nil
+	case isFatal(err):
+		return false, bindingRequestError(verb, w, e.row.Binding, err)
+	}
+	e.row.Message = fmt.Sprintf("reading %s failed, retrying: %v", BindingRef(w), err)
+	return false, nil
+}
+
+// adopt records a freshly read binding on e, refusing it when it belongs
+// to another workload.
+func (r *Runner) adopt(e *entry, b *Binding) {
+	e.binding = b
+	e.row.Before = b.Spec.Clusters
+	e.row.After = b.Spec.Clusters
+	e.row.Message = ""
+	if err := VerifyBinding(e.target.Workload, e.target.UID, b.Name, b.Spec.Resource, b.OwnerReferences); err != nil {
+		// The controller would write the trigger anyway; the plugin does not
+		// reschedule a workload the user did not ask for.
+		e.binding = nil
+		e.row.Result, e.row.Reason = appsv1alpha1.RebalanceFailed, ""
+		e.row.Message = err.Error()
+	}
+}
+
+// triggerTime picks the run's trigger time: the API server's time, or, when
+// a binding was last scheduled in that second or later (same second, or a
+// scheduler clock ahead of the API server's), the first server second after
+// the latest such schedule, waited for up to MaxClockWait. A client dry run
+// does not wait; it reports the time it would have waited for.
+func (r *Runner) triggerTime(ctx context.Context, entries []*entry) metav1.Time {
+	now, ok := r.Clock.Now()
+	if !ok {
+		return metav1.Time{}
+	}
+	limit := now.Add(r.MaxClockWait)
+	var latest time.Time
+	for _, e := range entries {
+		if e.binding == nil {
+			continue
+		}
+		b := e.binding
+		if PreTriggerIgnoreReason(b.Labels, b.Spec, b.Status, metav1.NewTime(now)) != ReasonTriggerNotAfterLastSchedule {
+			continue
+		}
+		last := b.Status.LastScheduledTime.Time.Truncate(time.Second)
+		if last.Before(limit) && last.After(latest) {
+			latest = last
+		}
+	}
+	if latest.IsZero() {
+		return metav1.NewTime(now)
+	}
+	if r.DryRun != DryRunNone {
+		return metav1.NewTime(latest.Add(time.Second))
+	}
+	later, err := r.Clock.WaitUntilAfter(ctx, latest, r.MaxClockWait)
+	if err != nil {
+		// Only the context ending gets here; the rows end up pending.
+		return metav1.NewTime(now)
+	}
+	return metav1.NewTime(later)
+}
+
+// trigger writes the trigger at to the binding of e unless it holds one at
+// least as late, re-reading and retrying after a conflict.
+func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
+	if e.binding == nil || e.row.Result != "" {
+		return nil
+	}
+	w := e.target.Workload
+	return r.retry(ctx, e, "timed out before the trigger could be written", func() (bool, error) {
+		b := e.binding
+		when, check := r.laterIfNeeded(ctx, b, at)
+		if ctx.Err() != nil {
+			return false, nil
+		}
+
+		if !NeedsTrigger(b.Spec.RescheduleTriggeredAt, when) {
+			// A trigger this late is already there (another run in the same
+			// second, or a retry after a write that did land): the controller
+			// counts that as done, and writing again would change nothing.
+			e.row.Result = appsv1alpha1.RebalanceSuccessful
+			e.at, e.written = *b.Spec.RescheduleTriggeredAt, b.Generation
+			e.row.TriggeredAt = &e.at
+			e.row.Message = fmt.Sprintf("the binding already holds trigger %s; nothing written", formatTime(e.at.Time))
+			r.settleObservation(e, PreTriggerCheck(b.Labels, b.Spec, b.Status, e.at), true)
+			return true, nil
+		}
+		if r.DryRun == DryRunClient {
+			e.row.TriggeredAt = &when
+			e.row.Message = fmt.Sprintf("dry run: would set spec.rescheduleTriggeredAt to %s", formatTime(when.Time))
+			e.row.Observation = check
+			return true, nil
+		}
+
+		patched, err := r.API.PatchTrigger(ctx, b.Namespace, b.Name, b.ResourceVersion, when, r.DryRun == DryRunServer)
+		switch {
+		case err == nil:
+			e.row.TriggeredAt = &when
+			e.wrote = true
+			if r.DryRun == DryRunServer {
+				e.row.Message = fmt.Sprintf("dry run: the API server accepted spec.rescheduleTriggeredAt %s", formatTime(when.Time))
+				e.row.Observation = check
+				return true, nil
+			}
+			e.binding = patched
+			e.row.Result = appsv1alpha1.RebalanceSuccessful
+			e.at, e.written = when, patched.Generation
+			e.row.Message = ""
+			r.settleObservation(e, check, false)
+			return true, nil
+		case apierrors.IsConflict(err):
+			// Something changed the binding since it was read; look again,
+			// the schedule time or the trigger may have moved.
+			fresh, getErr := r.API.Get(ctx, w.Namespace, e.row.Binding)
+			if getErr != nil {
+				return r.readFailed(ctx, e, "get", getErr)
+			}
+			r.adopt(e, fresh)
+			if e.binding == nil {
+				return true, nil
+			}
+			e.row.Message = "the binding changed while it was being triggered; retrying"
+			return false, nil
+		case apierrors.IsNotFound(err):
+			return r.readFailed(ctx, e, "patch", err)
+		case isFatal(err):
+			return false, bindingRequestError("patch", w, e.row.Binding, err)
+		case isRejected(err):
+			e.row.Result, e.row.Reason = appsv1alpha1.RebalanceFailed, ""
+			e.row.Message = fmt.Sprintf("the API server rejected the trigger on %s: %v", BindingRef(w), err)
+			return true, nil
+		}
+		e.row.Message = fmt.Sprintf("triggering %s failed, retrying: %v", BindingRef(w), err)
+		return false, nil
+	})
+}
+
+// laterIfNeeded returns the trigger time to use on b, given the run's time
+// at, and what the scheduler would make of it. When b was scheduled in at's
+// second or later (typically found after a conflict), it waits for the
+// server's clock to pass that schedule, within MaxClockWait.
+func (r *Runner) laterIfNeeded(ctx context.Context, b *Binding, at metav1.Time) (metav1.Time, Observation) {
+	check := PreTriggerCheck(b.Labels, b.Spec, b.Status, at)
+	if check.Reason != ReasonTriggerNotAfterLastSchedule {
+		return at, check
+	}
+	last := b.Status.LastScheduledTime.Time
+	var later time.Time
+	if r.DryRun != DryRunNone {
+		later = last.Truncate(time.Second).Add(time.Second)
+		if later.Sub(at.Time) > r.MaxClockWait {
+			return at, check
+		}
+	} else {
+		var err error
+		if later, err = r.Clock.WaitUntilAfter(ctx, last, r.MaxClockWait); err != nil {
+			// Too far ahead: the scheduler's clock leads the API server's by
+			// more than the wait allows. Write anyway, as the controller
+			// would, and report that the scheduler will ignore it.
+			return at, check
+		}
+	}
+	when := metav1.NewTime(later)
+	return when, PreTriggerCheck(b.Labels, b.Spec, b.Status, when)
+}
+
+// settleObservation records what is known before waiting: an ignored
+// trigger is final; otherwise the entry waits for the scheduler.
+func (r *Runner) settleObservation(e *entry, check Observation, existing bool) {
+	if check.Outcome == OutcomeIgnored {
+		if existing && check.Reason == ReasonTriggerNotAfterLastSchedule {
+			// An existing trigger the binding was scheduled after has been
+			// answered already; let the wait classify it.
+			e.await = true
+			return
+		}
+		e.row.Observation = check
+		return
+	}
+	e.await = true
+}
+
+// retry runs attempt until it settles the entry, fails fatally, or ctx ends,
+// backing off between attempts. An ended context leaves the entry pending
+// and is not an error.
+func (r *Runner) retry(ctx context.Context, e *entry, timedOut string, attempt func() (bool, error)) error {
+	backoff := r.Backoff
+	for {
+		done, err := attempt()
+		if err != nil || done {
+			return err
+		}
+		if sleepContext(ctx, backoff.Step()) != nil {
+			if e.row.Message == "" {
+				e.row.Message = timedOut
+			} else {
+				e.row.Message = timedOut + "; last error: " + e.row.Message
+			}
+			return nil
+		}
+	}
+}
+
+// forEach runs fn on every entry with at most Workers at a time. The first
+// error stops the entries not yet started and is returned.
+func (r *Runner) forEach(ctx context.Context, phase string, entries []*entry, fn func(context.Context, *entry) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		mu       sync.Mutex
+		firstErr error
+		done     int
+		wg       sync.WaitGroup
+	)
+	work := make(chan *entry)
+	workers := min(r.Workers, len(entries))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range work {
+				err := fn(ctx, e)
+				mu.Lock()
+				done++
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				r.report(phase, done, len(entries))
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	return firstErr
+}
+
+// report passes progress on when someone listens.
+func (r *Runner) report(phase string, done, total int) {
+	if r.Progress != nil {
+		r.Progress(Progress{Phase: phase, Done: done, Total: total})
+	}
+}
+
+// isFatal reports errors no retry can fix.
+func isFatal(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+}
+
+// isRejected reports a write the API server refused on its merits.
+func isRejected(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// bindingRequestError wraps err from a request on the binding of w.
+func bindingRequestError(verb string, w Workload, name string, err error) error {
+	resource := "resourcebindings.work.karmada.io"
+	if IsClusterScoped(w) {
+		resource = "clusterresourcebindings.work.karmada.io"
+	}
+	var reqErr *RequestError
+	if errors.As(err, &reqErr) {
+		return err
+	}
+	return &RequestError{Verb: verb, Resource: resource, Namespace: w.Namespace, Name: name, Err: err}
+}

@@ -1,0 +1,447 @@
+package rebalance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+)
+
+var (
+	serverNow = time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+
+	webDeploy  = Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	apiDeploy  = Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "api"}
+	gone       = Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "gone"}
+	readerRole = Workload{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "reader"}
+
+	member2Only  = []workv1alpha2.TargetCluster{{Name: "member2", Replicas: 3}}
+	backInMember = []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 1}}
+)
+
+// runnerFixture is a runner over a fake API whose server clock reads
+// serverNow, and a client clock that only the runner's sleeps move.
+type runnerFixture struct {
+	api    *fakeAPI
+	local  *fakeLocal
+	runner *Runner
+}
+
+func newRunnerFixture(opts Options) *runnerFixture {
+	local := &fakeLocal{now: time.Unix(1000, 0)}
+	clock := newTestClock(local)
+	api := newFakeAPI(clock, serverNow)
+	// Requests take no time here, but server time goes on as the
+	// client sleeps.
+	clock.sleep = func(ctx context.Context, d time.Duration) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		local.now = local.now.Add(d)
+		api.mu.Lock()
+		api.server = api.server.Add(d)
+		api.mu.Unlock()
+		return nil
+	}
+	opts.Backoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}
+	return &runnerFixture{api: api, local: local, runner: &Runner{API: api, Clock: clock, Options: opts}}
+}
+
+func (f *runnerFixture) run(t *testing.T, timeout time.Duration, targets ...Target) (*Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return f.runner.Run(ctx, targets)
+}
+
+func targetsOf(ws ...Workload) []Target {
+	targets := make([]Target, 0, len(ws))
+	for _, w := range ws {
+		targets = append(targets, Target{Workload: w})
+	}
+	return targets
+}
+
+func TestRunBatch(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.add(scheduledBinding(apiDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.add(scheduledBinding(readerRole, serverNow.Add(-time.Hour), workv1alpha2.TargetCluster{Name: "member1"}))
+	f.api.scheduler = reschedulingTo(backInMember...)
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy, gone, readerRole, apiDeploy, webDeploy)...)
+	require.NoError(t, err)
+
+	// One row per distinct workload, in the controller's order.
+	var order []Workload
+	for _, row := range result.Rows {
+		order = append(order, row.Workload)
+	}
+	assert.Equal(t, []Workload{apiDeploy, gone, webDeploy, readerRole}, order)
+
+	byName := map[string]Row{}
+	for _, row := range result.Rows {
+		byName[row.Workload.Name] = row
+	}
+	assert.Equal(t, appsv1alpha1.RebalanceFailed, byName["gone"].Result)
+	assert.Equal(t, appsv1alpha1.RebalanceObjectNotFound, byName["gone"].Reason)
+	assert.Equal(t, "resourcebinding shop/gone-deployment not found", byName["gone"].Message)
+	for _, name := range []string{"web", "api", "reader"} {
+		row := byName[name]
+		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result, name)
+		assert.Equal(t, OutcomeScheduled, row.Observation.Outcome, name)
+		require.NotNil(t, row.TriggeredAt, name)
+		assert.True(t, serverNow.Equal(row.TriggeredAt.Time), name)
+		assert.Equal(t, backInMember, row.After, name)
+	}
+	assert.Equal(t, member2Only, byName["web"].Before)
+
+	assert.Equal(t, 3, result.Written)
+	assert.Equal(t, 1, result.Failed)
+	assert.Equal(t, 0, result.Pending)
+	require.NotNil(t, result.FinishTime)
+	assert.True(t, serverNow.Equal(result.FinishTime.Time))
+
+	// One read per workload, one write per found binding, and one list and
+	// one watch per scope (namespace shop, cluster-scoped).
+	assert.Equal(t, 4, f.api.count("get"))
+	assert.Equal(t, 3, f.api.count("patch"))
+	assert.Equal(t, 2, f.api.count("list"))
+	assert.Equal(t, 2, f.api.count("watch"))
+}
+
+func TestRunSameSecondTrigger(t *testing.T) {
+	tests := []struct {
+		name      string
+		lastAt    time.Time
+		wantAt    time.Time
+		wantSlept time.Duration
+		want      Outcome
+		wantWrite bool
+	}{
+		{name: "scheduled a second earlier", lastAt: serverNow.Add(-time.Second), wantAt: serverNow, want: OutcomeScheduled, wantWrite: true},
+		{name: "scheduled in the same second", lastAt: serverNow, wantAt: serverNow.Add(time.Second), wantSlept: time.Second, want: OutcomeScheduled, wantWrite: true},
+		{name: "scheduler clock two seconds ahead", lastAt: serverNow.Add(2 * time.Second), wantAt: serverNow.Add(3 * time.Second), wantSlept: 3 * time.Second, want: OutcomeScheduled, wantWrite: true},
+		{name: "scheduler clock far ahead", lastAt: serverNow.Add(time.Hour), wantAt: serverNow, want: OutcomeIgnored, wantWrite: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRunnerFixture(Options{Wait: true, MaxClockWait: 10 * time.Second})
+			f.api.add(scheduledBinding(webDeploy, tt.lastAt, member2Only...))
+			f.api.scheduler = reschedulingTo(backInMember...)
+			start := f.local.now
+
+			result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+			require.NoError(t, err)
+			row := result.Rows[0]
+			require.NotNil(t, row.TriggeredAt)
+			assert.True(t, tt.wantAt.Equal(row.TriggeredAt.Time), "triggered at %s, want %s", row.TriggeredAt, tt.wantAt)
+			assert.Equal(t, tt.want, row.Observation.Outcome, row.Observation.Message)
+			assert.Equal(t, tt.wantSlept, f.local.now.Sub(start))
+			if tt.want == OutcomeIgnored {
+				assert.Equal(t, ReasonTriggerNotAfterLastSchedule, row.Observation.Reason)
+			}
+			assert.Equal(t, 1, f.api.count("patch"))
+		})
+	}
+}
+
+func TestRunExistingTriggerIsNotWrittenAgain(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	b := scheduledBinding(webDeploy, serverNow.Add(-time.Minute), member2Only...)
+	// A later trigger, written by a run whose server clock was ahead, that
+	// the scheduler has not answered yet.
+	existing := serverNow.Add(2 * time.Second)
+	b.Spec.RescheduleTriggeredAt = ptr.To(metav1.NewTime(existing))
+	f.api.add(b)
+	go func() {
+		// The scheduler answers once the run watches.
+		for f.api.count("watch") == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		f.api.mu.Lock()
+		defer f.api.mu.Unlock()
+		answered := *f.api.bindings[bindingKey{"shop", "web-deployment"}]
+		reschedulingTo(backInMember...)(&answered, existing)
+		f.api.changeLocked(&answered, "MODIFIED")
+	}()
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
+	assert.True(t, existing.Equal(row.TriggeredAt.Time))
+	assert.Contains(t, row.Message, "already holds trigger 2024-05-01T10:00:02Z")
+	assert.Equal(t, OutcomeScheduled, row.Observation.Outcome)
+	assert.Equal(t, backInMember, row.After)
+	assert.Equal(t, 0, f.api.count("patch"))
+	assert.Equal(t, 0, result.Written)
+}
+
+func TestRunAnsweredTriggerInTheSameSecondIsRenewed(t *testing.T) {
+	// Another run triggered in this second and the scheduler answered in
+	// it too: a trigger in this second would be ignored, so the run uses
+	// the next one rather than counting the old one as its own.
+	f := newRunnerFixture(Options{Wait: true})
+	b := scheduledBinding(webDeploy, serverNow, member2Only...)
+	b.Spec.RescheduleTriggeredAt = ptr.To(metav1.NewTime(serverNow))
+	f.api.add(b)
+	f.api.scheduler = reschedulingTo(backInMember...)
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.True(t, serverNow.Add(time.Second).Equal(row.TriggeredAt.Time))
+	assert.Equal(t, OutcomeScheduled, row.Observation.Outcome)
+	assert.Equal(t, 1, f.api.count("patch"))
+}
+
+func TestRunConflictRereadsAndWritesOnce(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.scheduler = reschedulingTo(backInMember...)
+	conflicts := 2
+	f.api.beforePatch = func(api *fakeAPI, k bindingKey) {
+		if conflicts == 0 {
+			return
+		}
+		conflicts--
+		// A status update by a controller moves the resource version.
+		b := *api.bindings[k]
+		api.changeLocked(&b, "MODIFIED")
+	}
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[0].Result)
+	assert.Equal(t, OutcomeScheduled, result.Rows[0].Observation.Outcome)
+	assert.Equal(t, 3, f.api.count("patch"))
+	assert.Equal(t, 1+2, f.api.count("get"), "one read, and one more per conflict")
+	assert.Equal(t, 1, result.Written)
+}
+
+func TestRunConflictWithANewerScheduleMovesTheTrigger(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.scheduler = reschedulingTo(backInMember...)
+	once := true
+	f.api.beforePatch = func(api *fakeAPI, k bindingKey) {
+		if !once {
+			return
+		}
+		once = false
+		// The scheduler finished another pass in the second the run chose.
+		b := *api.bindings[k]
+		b.Status.LastScheduledTime = ptr.To(metav1.NewTime(serverNow))
+		api.changeLocked(&b, "MODIFIED")
+	}
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.True(t, serverNow.Add(time.Second).Equal(row.TriggeredAt.Time), "triggered at %s", row.TriggeredAt)
+	assert.Equal(t, OutcomeScheduled, row.Observation.Outcome)
+	assert.True(t, serverNow.Add(time.Second).Equal(f.api.binding("shop", "web-deployment").Spec.RescheduleTriggeredAt.Time))
+}
+
+func TestRunRefusesABindingOfAnotherWorkload(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	// A CRD kind called Deployment in another group shares the binding name.
+	other := scheduledBinding(Workload{APIVersion: "example.io/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}, serverNow.Add(-time.Hour))
+	f.api.add(other)
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.Equal(t, appsv1alpha1.RebalanceFailed, row.Result)
+	assert.Empty(t, row.Reason)
+	assert.Contains(t, row.Message, "belongs to example.io/v1 Deployment shop/web")
+	assert.Equal(t, 0, f.api.count("patch"))
+	assert.Equal(t, 1, result.Failed)
+}
+
+func TestRunIgnoredBindingsAreWrittenButNotAwaited(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	b := scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...)
+	b.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+	f.api.add(b)
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result, "the controller would write it too")
+	assert.Equal(t, OutcomeIgnored, row.Observation.Outcome)
+	assert.Equal(t, ReasonSchedulingSuspended, row.Observation.Reason)
+	assert.Equal(t, 1, f.api.count("patch"))
+	assert.Equal(t, 0, f.api.count("watch"))
+	assert.Equal(t, 1, result.Failed)
+}
+
+func TestRunDryRuns(t *testing.T) {
+	tests := []struct {
+		dryRun      DryRun
+		wantPatches int
+		wantWritten int
+	}{
+		{dryRun: DryRunClient, wantPatches: 0, wantWritten: 0},
+		{dryRun: DryRunServer, wantPatches: 1, wantWritten: 1},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.dryRun), func(t *testing.T) {
+			f := newRunnerFixture(Options{Wait: true, DryRun: tt.dryRun})
+			f.api.add(scheduledBinding(webDeploy, serverNow, member2Only...))
+			f.api.scheduler = reschedulingTo(backInMember...)
+			start := f.local.now
+
+			result, err := f.run(t, time.Minute, targetsOf(webDeploy, gone)...)
+			require.NoError(t, err)
+			row := result.Rows[1]
+			assert.Empty(t, row.Result, "a dry run records no result")
+			assert.Equal(t, OutcomeNone, row.Observation.Outcome)
+			assert.Contains(t, row.Message, "dry run")
+			// Same second as the last schedule: the trigger it would use is the
+			// next one, and a dry run does not wait for it.
+			assert.True(t, serverNow.Add(time.Second).Equal(row.TriggeredAt.Time))
+			assert.Equal(t, time.Duration(0), f.local.now.Sub(start))
+			assert.Equal(t, appsv1alpha1.RebalanceFailed, result.Rows[0].Result, "a missing binding is reported as in a real run")
+
+			assert.Equal(t, tt.wantPatches, f.api.count("patch"))
+			assert.Equal(t, tt.wantWritten, result.Written)
+			assert.Nil(t, f.api.binding("shop", "web-deployment").Spec.RescheduleTriggeredAt, "nothing persisted")
+			assert.Equal(t, 0, f.api.count("watch"))
+			assert.Equal(t, 0, result.Pending)
+			assert.Nil(t, result.FinishTime)
+		})
+	}
+}
+
+func TestRunTimesOutPending(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	// No scheduler answers.
+
+	result, err := f.run(t, 50*time.Millisecond, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
+	assert.Equal(t, OutcomeWaiting, row.Observation.Outcome)
+	assert.Equal(t, ReasonAwaitingScheduler, row.Observation.Reason)
+	assert.Equal(t, 1, result.Pending)
+	assert.NotNil(t, result.FinishTime, "the CRD result is complete even though the scheduler is late")
+}
+
+func TestRunTransientErrorsAreRetriedUntilTheTimeout(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: false})
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.add(scheduledBinding(apiDeploy, serverNow.Add(-time.Hour), member2Only...))
+	throttled := apierrors.NewTooManyRequests("slow down", 1)
+	f.api.patchErrors[bindingKey{"shop", "web-deployment"}] = []error{throttled, throttled}
+	f.api.patchErrors[bindingKey{"shop", "api-deployment"}] = []error{throttled, throttled, throttled, throttled, throttled, throttled, throttled, throttled, throttled, throttled}
+	f.runner.Backoff = wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}
+
+	result, err := f.run(t, 100*time.Millisecond, targetsOf(webDeploy, apiDeploy)...)
+	require.NoError(t, err)
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[1].Result, "web got through after two retries")
+	assert.Empty(t, result.Rows[0].Result, "api is still pending")
+	assert.Contains(t, result.Rows[0].Message, "timed out before the trigger could be written")
+	assert.Contains(t, result.Rows[0].Message, "slow down")
+	assert.Equal(t, 1, result.Pending)
+	assert.Nil(t, result.FinishTime)
+}
+
+func TestRunForbiddenStopsTheRun(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true, Workers: 1})
+	f.api.add(scheduledBinding(apiDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, "web-deployment", errors.New("no patch for you"))
+	f.api.patchErrors[bindingKey{"shop", "web-deployment"}] = []error{forbidden}
+
+	result, err := f.run(t, time.Minute, targetsOf(apiDeploy, webDeploy)...)
+	var reqErr *RequestError
+	require.ErrorAs(t, err, &reqErr)
+	assert.Equal(t, "patch", reqErr.Verb)
+	assert.Equal(t, "resourcebindings.work.karmada.io", reqErr.Resource)
+	assert.Equal(t, "shop", reqErr.Namespace)
+	assert.Equal(t, "web-deployment", reqErr.Name)
+	assert.True(t, apierrors.IsForbidden(err))
+	assert.Equal(t, 1, result.Written, "api was written before web was refused, and the rows say so")
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[0].Result)
+}
+
+func TestRunWatchFallsBackToPolling(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: true})
+	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+	f.api.watchErr = apierrors.NewForbidden(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, "", errors.New("no watch"))
+	// The scheduler answers only after the write, seen by a later read.
+	f.api.scheduler = reschedulingTo(backInMember...)
+
+	result, err := f.run(t, 5*time.Second, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeScheduled, result.Rows[0].Observation.Outcome)
+}
+
+func TestPlanScopes(t *testing.T) {
+	b := func(ns, name string) *Binding { return &Binding{Namespace: ns, Name: name} }
+	many := make([]*Binding, 0, maxNamespaceWatches+1)
+	for i := range maxNamespaceWatches + 1 {
+		many = append(many, b(fmt.Sprintf("ns%d", i), "x"))
+	}
+	tests := []struct {
+		name     string
+		bindings []*Binding
+		want     []Scope
+	}{
+		{name: "one binding is watched by name", bindings: []*Binding{b("shop", "web")}, want: []Scope{{Namespace: "shop", Name: "web"}}},
+		{name: "a namespace with several", bindings: []*Binding{b("shop", "web"), b("shop", "api")}, want: []Scope{{Namespace: "shop"}}},
+		{
+			name:     "namespaced and cluster-scoped",
+			bindings: []*Binding{b("b", "x"), b("", "role"), b("a", "y"), b("a", "z")},
+			want:     []Scope{{Namespace: "a"}, {Namespace: "b", Name: "x"}, {ClusterScoped: true, Name: "role"}},
+		},
+		{name: "many namespaces share one watch", bindings: many, want: []Scope{{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, PlanScopes(tt.bindings))
+		})
+	}
+}
+
+// BenchmarkRun rebalances a batch over the fake API and reports the
+// requests per workload; the count, not the time, is what must stay flat.
+func BenchmarkRun(b *testing.B) {
+	const size = 2000
+	var targets []Target
+	for i := range size {
+		targets = append(targets, Target{Workload: Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("ns%d", i%20), Name: fmt.Sprintf("app%d", i)}})
+	}
+	b.ReportAllocs()
+	var requests int
+	for b.Loop() {
+		f := newRunnerFixture(Options{Wait: true})
+		for _, t := range targets {
+			f.api.add(scheduledBinding(t.Workload, serverNow.Add(-time.Hour), member2Only...))
+		}
+		f.api.scheduler = reschedulingTo(backInMember...)
+		result, err := f.runner.Run(context.Background(), targets)
+		if err != nil || result.Failed+result.Pending > 0 {
+			b.Fatalf("run failed: %v %+v", err, result)
+		}
+		requests = 0
+		for _, n := range f.api.calls {
+			requests += n
+		}
+	}
+	b.ReportMetric(float64(requests)/size, "requests/workload")
+}
