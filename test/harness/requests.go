@@ -97,6 +97,9 @@ func isCollection(path string) bool {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) > 0 && parts[0] == "api":
+		if len(parts) < 2 {
+			return false
+		}
 		parts = parts[2:] // api, version
 	case len(parts) > 0 && parts[0] == "apis":
 		if len(parts) < 3 {

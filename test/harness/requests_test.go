@@ -22,6 +22,9 @@ func TestRequestVerb(t *testing.T) {
 		{"GET", "/apis/work.karmada.io/v1alpha2/namespaces/d/resourcebindings/x", "", "GET"},
 		{"GET", "/apis/work.karmada.io/v1alpha2", "", "GET"},
 		{"GET", "/version", "", "GET"},
+		{"GET", "/api", "", "GET"},
+		{"GET", "/apis", "", "GET"},
+		{"GET", "/api/v1", "", "GET"},
 		{"PATCH", "/apis/work.karmada.io/v1alpha2/namespaces/d/resourcebindings/x", "", "PATCH"},
 	}
 	for _, tt := range tests {

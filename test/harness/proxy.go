@@ -1,0 +1,76 @@
+package harness
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// CountingProxy is a plain-HTTP reverse proxy on 127.0.0.1 in front of the
+// Karmada apiserver that counts every request passing through it. A command
+// pointed at its kubeconfig is measured exactly as a user would run it,
+// without hooks in the code under test.
+type CountingProxy struct {
+	// Kubeconfig is a kubeconfig file whose only context, karmada-apiserver,
+	// goes through the proxy.
+	Kubeconfig string
+	// Counter holds the counts.
+	Counter *RequestCounter
+
+	server *http.Server
+}
+
+// StartCountingProxy starts a proxy that forwards with the admin credentials.
+func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
+	transport, err := rest.TransportFor(cp.Karmada)
+	if err != nil {
+		return nil, err
+	}
+	target, err := url.Parse(cp.Karmada.Host)
+	if err != nil {
+		return nil, err
+	}
+	counter := NewRequestCounter()
+	forward := httputil.NewSingleHostReverseProxy(target)
+	forward.Transport = transport
+	// Watches stream: pass every event on as it arrives.
+	forward.FlushInterval = -1
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &CountingProxy{Counter: counter}
+	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		counter.add(requestVerb(r), 1)
+		forward.ServeHTTP(w, r)
+	})}
+	go func() { _ = p.server.Serve(l) }()
+
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[KarmadaContext] = &clientcmdapi.Cluster{Server: "http://" + l.Addr().String()}
+	cfg.AuthInfos[KarmadaContext] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts[KarmadaContext] = &clientcmdapi.Context{Cluster: KarmadaContext, AuthInfo: KarmadaContext}
+	cfg.CurrentContext = KarmadaContext
+	dir, err := os.MkdirTemp(cp.Dir, "proxy-")
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, p.Kubeconfig); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("write proxy kubeconfig: %w", err)
+	}
+	return p, nil
+}
+
+// Close stops the proxy.
+func (p *CountingProxy) Close() { _ = p.server.Close() }
