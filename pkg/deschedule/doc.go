@@ -11,5 +11,8 @@
 //   - ComputePlan is the pure per-cluster formula;
 //   - ClusterIndex counts unschedulable pods from one LIST of a member cluster;
 //   - PodSource reaches member clusters (Karmada proxy or kubeconfig contexts);
-//   - Descheduler.Pass runs one full pass and returns a PassResult.
+//   - Descheduler.Pass runs one full pass and returns a PassResult, which
+//     PrintPass prints as a table and Report turns into a stable document;
+//   - Descheduler.Run is the daemon: a pass every interval, optionally under
+//     a leader-election Lease, with Metrics and Health for its HTTP endpoints.
 package deschedule

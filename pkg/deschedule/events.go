@@ -69,10 +69,13 @@ func (r recorderEvents) WriteEvent(_ context.Context, object runtime.Object, eve
 // that a one-shot command knows they are stored before it exits and can
 // report the ones that were refused.
 type EventClient struct {
+	// Host is the event source host and reporting instance, for example
+	// the pod or machine name; it may be empty.
+	Host string
+
 	kube      kubernetes.Interface
 	scheme    *runtime.Scheme
 	component string
-	host      string
 	now       func() time.Time
 }
 
@@ -104,9 +107,9 @@ func (c *EventClient) WriteEvent(ctx context.Context, object runtime.Object, eve
 		LastTimestamp:       t,
 		Count:               1,
 		Type:                eventType,
-		Source:              corev1.EventSource{Component: c.component, Host: c.host},
+		Source:              corev1.EventSource{Component: c.component, Host: c.Host},
 		ReportingController: c.component,
-		ReportingInstance:   c.host,
+		ReportingInstance:   c.Host,
 	}
 	if _, err := c.kube.CoreV1().Events(namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("cannot record event %s on %s %s/%s, check that you may create events in namespace %s: %w",

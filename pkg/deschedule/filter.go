@@ -26,7 +26,9 @@ var supportedWorkload = schema.GroupVersionKind{Group: "apps", Version: "v1", Ki
 // applied placement (the annotation, not spec.placement) divides replicas
 // dynamically: Divided with Aggregated, or Divided with Weighted and a
 // dynamicWeight. Bindings without a scheduling result yet are skipped too,
-// since there is nothing to lower.
+// since there is nothing to lower, and so are bindings whose scheduling is
+// suspended: the scheduler would not place the evicted replicas anywhere else.
+// The last rule is this tool's own; karmada-descheduler has no such check.
 func IsCandidate(rb *workv1alpha2.ResourceBinding) (bool, string) {
 	if rb == nil {
 		return false, "no binding"
@@ -50,6 +52,9 @@ func IsCandidate(rb *workv1alpha2.ResourceBinding) (bool, string) {
 	}
 	if len(rb.Spec.Clusters) == 0 {
 		return false, "not scheduled yet (spec.clusters is empty)"
+	}
+	if rb.Spec.SchedulingSuspended() {
+		return false, "scheduling is suspended (spec.suspension.scheduling), the scheduler would not place evicted replicas elsewhere"
 	}
 	return true, ""
 }

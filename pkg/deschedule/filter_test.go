@@ -7,6 +7,7 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestIsCandidate(t *testing.T) {
@@ -99,6 +100,20 @@ func TestIsCandidate(t *testing.T) {
 			name:       "not scheduled yet",
 			mutate:     func(rb *workv1alpha2.ResourceBinding) { rb.Spec.Clusters = nil },
 			wantReason: "not scheduled yet",
+		},
+		{
+			name: "scheduling suspended",
+			mutate: func(rb *workv1alpha2.ResourceBinding) {
+				rb.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+			},
+			wantReason: "scheduling is suspended",
+		},
+		{
+			name: "scheduling explicitly not suspended",
+			mutate: func(rb *workv1alpha2.ResourceBinding) {
+				rb.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(false)}
+			},
+			want: true,
 		},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Defaults of the original karmada-descheduler.
@@ -62,8 +64,12 @@ func ParseDryRun(s string) (DryRun, error) {
 type Options struct {
 	// Namespace limits the pass to bindings of one namespace; "" means all.
 	Namespace string
-	// LabelSelector selects bindings by their labels; "" selects all.
-	LabelSelector string
+	// WorkloadSelector selects bindings by the labels of their resource
+	// template (kubectl selector syntax); "" selects all. Bindings do not
+	// carry their template's labels, so a selector needs Workloads.
+	WorkloadSelector string
+	// Workloads lists the templates WorkloadSelector picks.
+	Workloads WorkloadLister
 	// ExcludedNamespaces are never descheduled.
 	ExcludedNamespaces []string
 	// UnschedulableThreshold is how long a pod must have been unschedulable
@@ -93,6 +99,8 @@ type Descheduler struct {
 	events  EventWriter
 	opts    Options
 	exclude map[string]bool
+	// workloadSelector is the parsed WorkloadSelector, nil when empty.
+	workloadSelector labels.Selector
 }
 
 // New returns a Descheduler that reads and writes bindings through karmada,
@@ -107,8 +115,14 @@ func New(karmada karmadaclientset.Interface, pods PodSource, events EventWriter,
 		return nil, err
 	}
 	opts.DryRun = dryRun
-	if _, err := labels.Parse(opts.LabelSelector); err != nil {
-		return nil, fmt.Errorf("invalid binding label selector %q, use the kubectl selector syntax: %w", opts.LabelSelector, err)
+	var workloadSelector labels.Selector
+	if opts.WorkloadSelector != "" {
+		if workloadSelector, err = labels.Parse(opts.WorkloadSelector); err != nil {
+			return nil, fmt.Errorf("invalid workload label selector %q, use the kubectl selector syntax (for example app=web,tier!=db): %w", opts.WorkloadSelector, err)
+		}
+		if opts.Workloads == nil {
+			return nil, errors.New("a workload label selector needs a WorkloadLister to list the selected templates")
+		}
 	}
 	if opts.MaxReplicasPerPass < 0 || opts.MaxReplicasPerCluster < 0 {
 		return nil, errors.New("replica limits must be 0 (no limit) or positive")
@@ -129,7 +143,7 @@ func New(karmada karmadaclientset.Interface, pods PodSource, events EventWriter,
 	if opts.Namespace != "" && exclude[opts.Namespace] {
 		return nil, fmt.Errorf("namespace %s is both selected and excluded, drop one of the two", opts.Namespace)
 	}
-	return &Descheduler{karmada: karmada, pods: pods, events: events, opts: opts, exclude: exclude}, nil
+	return &Descheduler{karmada: karmada, pods: pods, events: events, opts: opts, exclude: exclude, workloadSelector: workloadSelector}, nil
 }
 
 // Outcome is what a pass did with one candidate binding.
@@ -192,6 +206,8 @@ type PassResult struct {
 	End   time.Time `json:"end"`
 	// DryRun is the dry-run mode the pass ran with.
 	DryRun DryRun `json:"dryRun"`
+	// UnschedulableThreshold is the threshold the pass counted pods with.
+	UnschedulableThreshold time.Duration `json:"-"`
 	// Listed counts the bindings listed, excluded namespaces left out.
 	Listed int `json:"listed"`
 	// Skipped lists the listed bindings that are not candidates.
@@ -280,7 +296,8 @@ func (r *PassResult) Err() error {
 // failure is reported in the result. When ctx ends, the pass finishes the
 // write in progress, writes nothing more and marks the rest OutcomeStopped.
 func (d *Descheduler) Pass(ctx context.Context) (*PassResult, error) {
-	result := &PassResult{Start: time.Now(), DryRun: d.opts.DryRun, ClusterErrors: map[string]error{}}
+	result := &PassResult{Start: time.Now(), DryRun: d.opts.DryRun, UnschedulableThreshold: max(d.opts.UnschedulableThreshold, 0),
+		ClusterErrors: map[string]error{}}
 	defer func() { result.End = time.Now() }()
 
 	candidates, err := d.listCandidates(ctx, result)
@@ -316,20 +333,24 @@ func (d *Descheduler) Pass(ctx context.Context) (*PassResult, error) {
 // listCandidates lists the bindings in scope, records the ones skipped and
 // returns the candidates sorted by namespace and name.
 func (d *Descheduler) listCandidates(ctx context.Context, result *PassResult) ([]*workv1alpha2.ResourceBinding, error) {
+	selected, err := d.selectWorkloads(ctx)
+	if err != nil {
+		return nil, err
+	}
 	client := d.karmada.WorkV1alpha2().ResourceBindings(d.opts.Namespace)
-	bindings, err := listAll[workv1alpha2.ResourceBinding](ctx, defaultPageSize, metav1.ListOptions{LabelSelector: d.opts.LabelSelector},
+	bindings, err := listAll[workv1alpha2.ResourceBinding](ctx, defaultPageSize, metav1.ListOptions{},
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return client.List(ctx, o) })
 	if err != nil {
-		scope := "all namespaces"
-		if d.opts.Namespace != "" {
-			scope = "namespace " + d.opts.Namespace
-		}
-		return nil, fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", scope, err)
+		return nil, fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", d.scopeWords(), err)
 	}
 	var candidates []*workv1alpha2.ResourceBinding
 	for i := range bindings {
 		rb := &bindings[i]
 		if d.exclude[rb.Namespace] {
+			continue
+		}
+		if selected != nil && !selected[selectedKey(rb)] {
+			// Out of scope: not a Deployment, or one the selector leaves out.
 			continue
 		}
 		result.Listed++
@@ -605,4 +626,14 @@ func (b *budget) spend(rows []ClusterRow) {
 		b.spentPass += n
 		b.spentCluster[r.Cluster] += n
 	}
+}
+
+// selectedKey is how a binding is looked up among the templates a workload
+// selector picked; bindings of other kinds get a key that never matches.
+func selectedKey(rb *workv1alpha2.ResourceBinding) types.NamespacedName {
+	ref := rb.Spec.Resource
+	if schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind) != supportedWorkload {
+		return types.NamespacedName{}
+	}
+	return types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 }

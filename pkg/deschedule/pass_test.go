@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -154,7 +156,23 @@ func TestPassSelectsBindings(t *testing.T) {
 	excluded := newBinding("kube-system", "dns", cluster{"m1", 2, 0})
 	otherNS := newBinding("team-a", "api", cluster{"m1", 2, 0})
 	labelled := newBinding("default", "front", cluster{"m1", 2, 0})
-	labelled.Labels = map[string]string{"tier": "front"}
+	// A ConfigMap named like a selected Deployment must not be selected.
+	sameName := newBinding("default", "front-config", cluster{"m1", 2, 0})
+	sameName.Spec.Resource.APIVersion, sameName.Spec.Resource.Kind, sameName.Spec.Resource.Name = "v1", "ConfigMap", "front"
+	// Templates in the Karmada apiserver: only default/front is labelled tier=front.
+	workloads := workloadListerFunc(func(_ context.Context, namespace string, selector labels.Selector) (map[types.NamespacedName]bool, error) {
+		all := map[types.NamespacedName]labels.Set{
+			{Namespace: "default", Name: "front"}: {"tier": "front"},
+			{Namespace: "default", Name: "web"}:   {"tier": "back"},
+		}
+		out := map[types.NamespacedName]bool{}
+		for key, set := range all {
+			if (namespace == "" || namespace == key.Namespace) && selector.Matches(set) {
+				out[key] = true
+			}
+		}
+		return out, nil
+	})
 
 	tests := []struct {
 		name        string
@@ -166,9 +184,9 @@ func TestPassSelectsBindings(t *testing.T) {
 		{
 			name:        "all namespaces minus excluded ones",
 			opts:        Options{ExcludedNamespaces: []string{"kube-system"}},
-			wantListed:  4,
+			wantListed:  5,
 			wantChanged: []string{"default/front-deployment", "default/web-deployment", "team-a/api-deployment"},
-			wantSkipped: []string{"default/db-deployment"},
+			wantSkipped: []string{"default/db-deployment", "default/front-config-deployment"},
 		},
 		{
 			name:        "one namespace",
@@ -177,15 +195,20 @@ func TestPassSelectsBindings(t *testing.T) {
 			wantChanged: []string{"team-a/api-deployment"},
 		},
 		{
-			name:        "binding label selector",
-			opts:        Options{LabelSelector: "tier=front"},
+			name:        "workload label selector",
+			opts:        Options{WorkloadSelector: "tier=front", Workloads: workloads},
 			wantListed:  1,
 			wantChanged: []string{"default/front-deployment"},
+		},
+		{
+			name:       "workload label selector matching nothing",
+			opts:       Options{WorkloadSelector: "tier=none", Workloads: workloads},
+			wantListed: 0,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newPassFixture([]*workv1alpha2.ResourceBinding{web.DeepCopy(), sts.DeepCopy(), excluded.DeepCopy(), otherNS.DeepCopy(), labelled.DeepCopy()},
+			f := newPassFixture([]*workv1alpha2.ResourceBinding{web.DeepCopy(), sts.DeepCopy(), excluded.DeepCopy(), otherNS.DeepCopy(), labelled.DeepCopy(), sameName.DeepCopy()},
 				map[string]*fake.Clientset{"m1": memberCluster(
 					memberWorkload{"default", "web", 0, 2}, memberWorkload{"default", "front", 0, 2},
 					memberWorkload{"kube-system", "dns", 0, 2}, memberWorkload{"team-a", "api", 0, 2},
@@ -451,7 +474,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		want string
 	}{
 		{name: "dry run", opts: Options{DryRun: "always"}, want: `invalid dry-run value "always"`},
-		{name: "selector", opts: Options{LabelSelector: "a in (b"}, want: "invalid binding label selector"},
+		{name: "selector", opts: Options{WorkloadSelector: "a in (b"}, want: "invalid workload label selector"},
+		{name: "selector without lister", opts: Options{WorkloadSelector: "a=b"}, want: "needs a WorkloadLister"},
 		{name: "limits", opts: Options{MaxReplicasPerPass: -1}, want: "replica limits"},
 		{name: "namespace both ways", opts: Options{Namespace: "x", ExcludedNamespaces: []string{"x"}}, want: "both selected and excluded"},
 	}
@@ -492,6 +516,12 @@ func TestPassOverSpecIsLeftAlone(t *testing.T) {
 	assert.Equal(t, ActionOverSpec, br.Rows[0].Action)
 	assert.Contains(t, br.Message, "more unschedulable pods than assigned")
 	assert.Empty(t, updates(f.karmada.Actions()))
+}
+
+type workloadListerFunc func(ctx context.Context, namespace string, selector labels.Selector) (map[types.NamespacedName]bool, error)
+
+func (f workloadListerFunc) ListDeployments(ctx context.Context, namespace string, selector labels.Selector) (map[types.NamespacedName]bool, error) {
+	return f(ctx, namespace, selector)
 }
 
 type podSourceFunc func(ctx context.Context, cluster string, namespaces []string) (*ClusterObjects, error)

@@ -21,6 +21,12 @@ type PrintOptions struct {
 	// ChangesOnly leaves out bindings the pass had nothing to do with
 	// (OutcomeUnchanged), which are most of them in a healthy fleet.
 	ChangesOnly bool
+	// HideReady leaves out bindings whose every cluster has all its replicas
+	// ready: the pass did not need to look at them.
+	HideReady bool
+	// ShowSkipped adds one row per listed binding that is not a candidate,
+	// with the reason in the MESSAGE column (shown with Wide).
+	ShowSkipped bool
 }
 
 // Placeholders kubectl prints for absent values.
@@ -52,9 +58,16 @@ func PrintPass(w io.Writer, result *PassResult, opts PrintOptions) error {
 		if opts.ChangesOnly && br.Outcome == OutcomeUnchanged {
 			continue
 		}
+		if opts.HideReady && allReady(br.Rows) {
+			continue
+		}
 		bindings = append(bindings, br)
 	}
-	withNamespace := opts.WithNamespace || bindingsSpanNamespaces(bindings)
+	var skipped []SkippedBinding
+	if opts.ShowSkipped {
+		skipped = result.Skipped
+	}
+	withNamespace := opts.WithNamespace || bindingsSpanNamespaces(bindings, skipped)
 
 	table := &metav1.Table{ColumnDefinitions: passColumns}
 	if withNamespace {
@@ -76,6 +89,13 @@ func PrintPass(w io.Writer, result *PassResult, opts PrintOptions) error {
 			table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
 		}
 	}
+	for _, sb := range skipped {
+		cells := []any{sb.Name, cellNone, cellNone, cellNone, cellNone, cellNone, string(OutcomeSkipped), string(OutcomeSkipped), sb.Reason}
+		if withNamespace {
+			cells = append([]any{sb.Namespace}, cells...)
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+	}
 	if len(table.Rows) == 0 {
 		return nil
 	}
@@ -92,13 +112,35 @@ func PrintSummary(w io.Writer, result *PassResult) error {
 	return err
 }
 
-func bindingsSpanNamespaces(bindings []BindingResult) bool {
+func bindingsSpanNamespaces(bindings []BindingResult, skipped []SkippedBinding) bool {
+	namespace := ""
+	seen := func(ns string) bool {
+		if namespace == "" {
+			namespace = ns
+		}
+		return ns != namespace
+	}
 	for _, br := range bindings {
-		if br.Namespace != bindings[0].Namespace {
+		if seen(br.Namespace) {
+			return true
+		}
+	}
+	for _, sb := range skipped {
+		if seen(sb.Namespace) {
 			return true
 		}
 	}
 	return false
+}
+
+// allReady reports whether every cluster of a binding has all its replicas ready.
+func allReady(rows []ClusterRow) bool {
+	for _, r := range rows {
+		if r.Action != ActionReady {
+			return false
+		}
+	}
+	return true
 }
 
 func readyCell(row ClusterRow) string {

@@ -80,3 +80,24 @@ func TestPrintSummary(t *testing.T) {
 	require.NoError(t, PrintSummary(&buf, samplePass()))
 	assert.Equal(t, "5 binding(s) listed, 3 candidate(s), descheduled 1 binding(s) moving 2 replica(s), 1 failed\n", buf.String())
 }
+
+func TestPrintPassHideReadyAndSkipped(t *testing.T) {
+	result := samplePass()
+	result.Bindings = append(result.Bindings, BindingResult{
+		Namespace: "default", Name: "ok-deployment", Outcome: OutcomeUnchanged,
+		Rows: []ClusterRow{{Cluster: "m1", Spec: 2, Ready: ptr.To[int32](2), New: 2, Action: ActionReady}},
+	})
+	result.Skipped = []SkippedBinding{{Namespace: "team-a", Name: "cfg-configmap", Reason: "resource is v1 ConfigMap, only apps/v1 Deployment is descheduled"}}
+
+	var buf bytes.Buffer
+	require.NoError(t, PrintPass(&buf, result, PrintOptions{HideReady: true}))
+	assert.NotContains(t, buf.String(), "ok-deployment", "a binding whose clusters are all ready is left out")
+	assert.Contains(t, buf.String(), "web-deployment")
+	assert.NotContains(t, buf.String(), "cfg-configmap")
+
+	buf.Reset()
+	require.NoError(t, PrintPass(&buf, result, PrintOptions{Wide: true, ShowSkipped: true}))
+	assert.Contains(t, buf.String(), "ok-deployment")
+	assert.Contains(t, buf.String(), "NAMESPACE", "skipped rows of another namespace bring the namespace column")
+	assert.Regexp(t, `team-a\s+cfg-configmap\s+<none>\s+<none>\s+<none>\s+<none>\s+<none>\s+skipped\s+skipped\s+resource is v1 ConfigMap`, buf.String())
+}

@@ -1,0 +1,185 @@
+package deschedule
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func quietFixture() *passFixture {
+	web := newBinding("default", "web", cluster{"m1", 2, 2})
+	return newPassFixture([]*workv1alpha2.ResourceBinding{web}, map[string]*fake.Clientset{"m1": memberCluster()})
+}
+
+func TestRunPassesEveryInterval(t *testing.T) {
+	f := quietFixture()
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	require.NoError(t, err)
+	health := NewHealth(false)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var passes atomic.Int32
+	opts := DaemonOptions{
+		Interval: 10 * time.Millisecond,
+		Metrics:  metrics,
+		Health:   health,
+		OnPass: func(r *PassResult, err error) {
+			assert.NoError(t, err)
+			assert.True(t, health.ready.Load(), "ready while passing")
+			if passes.Add(1) == 3 {
+				cancel()
+			}
+		},
+	}
+	require.NoError(t, f.descheduler(t, Options{}).Run(ctx, opts))
+	assert.Equal(t, int32(3), passes.Load())
+	assert.False(t, health.ready.Load(), "not ready once stopped")
+	got := gather(t, reg)
+	assert.Equal(t, 3.0, got[`kubectl_rebalance_deschedule_passes_total{result="succeeded"}`])
+	assert.Equal(t, 0.0, got["kubectl_rebalance_deschedule_leader"])
+}
+
+func TestRunFailsFastWithoutAccess(t *testing.T) {
+	f := quietFixture()
+	f.karmada.PrependReactor("list", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden")
+	})
+	err := f.descheduler(t, Options{Namespace: "shop"}).Run(context.Background(), DaemonOptions{Interval: time.Second})
+	assert.ErrorContains(t, err, "cannot list resourcebindings in namespace shop, check the Karmada kubeconfig and your RBAC: forbidden")
+	assert.ErrorContains(t, f.descheduler(t, Options{}).Run(context.Background(), DaemonOptions{}), "interval must be positive")
+}
+
+func TestRunKeepsPassingWhenAPassFails(t *testing.T) {
+	f := quietFixture()
+	var lists atomic.Int32
+	f.karmada.PrependReactor("list", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) == 2 { // the first list is the access check
+			return true, nil, errors.New("etcdserver: request timed out")
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var errs []error
+	opts := DaemonOptions{Interval: time.Millisecond, OnPass: func(_ *PassResult, err error) {
+		errs = append(errs, err)
+		if len(errs) == 2 {
+			cancel()
+		}
+	}}
+	require.NoError(t, f.descheduler(t, Options{}).Run(ctx, opts))
+	require.Len(t, errs, 2)
+	assert.ErrorContains(t, errs[0], "request timed out")
+	assert.NoError(t, errs[1])
+}
+
+// TestRunLeaderElection runs two daemons against one lease: exactly one
+// passes at a time, and stopping the leader hands over at once because it
+// releases the lease after its last write.
+func TestRunLeaderElection(t *testing.T) {
+	leases := fake.NewClientset()
+	type daemon struct {
+		name   string
+		cancel context.CancelFunc
+		done   chan error
+		passes atomic.Int32
+	}
+	var mu sync.Mutex
+	active := map[string]bool{}
+	start := func(name string) *daemon {
+		d := &daemon{name: name, done: make(chan error, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		d.cancel = cancel
+		opts := DaemonOptions{
+			Interval: 5 * time.Millisecond,
+			LeaderElection: &LeaderElection{
+				Client: leases, Namespace: "karmada-system", Name: DefaultLeaseName, Identity: name,
+				LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond,
+			},
+			Health: NewHealth(true),
+			OnPass: func(*PassResult, error) {
+				mu.Lock()
+				active[name] = true
+				assert.Len(t, active, 1, "only one daemon passes at a time")
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				delete(active, name)
+				mu.Unlock()
+				d.passes.Add(1)
+			},
+		}
+		go func() { d.done <- quietFixture().descheduler(t, Options{}).Run(ctx, opts) }()
+		return d
+	}
+	a := start("a")
+	require.Eventually(t, func() bool { return a.passes.Load() > 0 }, 5*time.Second, 10*time.Millisecond)
+	b := start("b")
+	time.Sleep(300 * time.Millisecond)
+	assert.Zero(t, b.passes.Load(), "the standby does not pass")
+
+	a.cancel()
+	require.NoError(t, <-a.done)
+	lease, err := leases.CoordinationV1().Leases("karmada-system").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, lease.Spec.HolderIdentity, "the leader released the lease on its way out") // client-go clears the holder
+	require.Eventually(t, func() bool { return b.passes.Load() > 0 }, 5*time.Second, 10*time.Millisecond, "the standby takes over")
+	b.cancel()
+	require.NoError(t, <-b.done)
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	_, err := NewMetrics(reg)
+	require.NoError(t, err)
+	h := NewHealth(true)
+	server := httptest.NewServer(h.Handler(reg))
+	defer server.Close()
+
+	get := func(path string) (int, string) {
+		resp, err := http.Get(server.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var buf [4096]byte
+		n, _ := resp.Body.Read(buf[:])
+		return resp.StatusCode, string(buf[:n])
+	}
+	code, _ := get("/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	h.setReady(true)
+	code, body := get("/readyz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok (standby)\n", body)
+	h.setLeading(true)
+	_, body = get("/readyz")
+	assert.Equal(t, "ok (leader)\n", body)
+	code, _ = get("/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	code, body = get("/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "kubectl_rebalance_deschedule_")
+}
+
+func TestServeReportsBusyPort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done, err := Serve(ctx, "127.0.0.1:0", http.NotFoundHandler(), nil)
+	require.NoError(t, err)
+	_, _, err = Serve(ctx, addr.String(), http.NotFoundHandler(), nil)
+	assert.ErrorContains(t, err, "cannot serve metrics on "+addr.String()+", choose another --metrics-bind-address")
+	cancel()
+	assert.NoError(t, <-done)
+}

@@ -1,0 +1,124 @@
+package deschedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/tools/leaderelection"
+)
+
+// leaderElectionHealthTimeout is how long past a missed Lease renewal
+// /healthz still answers ok, so that a briefly slow API server does not get
+// the leader restarted.
+const leaderElectionHealthTimeout = 20 * time.Second
+
+// Health backs the daemon's /healthz and /readyz endpoints. A nil *Health
+// accepts every call and reports nothing.
+type Health struct {
+	ready    atomic.Bool
+	leading  atomic.Bool
+	adaptor  *leaderelection.HealthzAdaptor
+	electing bool
+}
+
+// NewHealth returns a Health; electing says whether the daemon uses leader
+// election, in which case /healthz also fails when the leader has stopped
+// renewing its Lease.
+func NewHealth(electing bool) *Health {
+	h := &Health{electing: electing}
+	if electing {
+		h.adaptor = leaderelection.NewLeaderHealthzAdaptor(leaderElectionHealthTimeout)
+	}
+	return h
+}
+
+func (h *Health) setReady(v bool) {
+	if h != nil {
+		h.ready.Store(v)
+	}
+}
+
+func (h *Health) setLeading(v bool) {
+	if h != nil {
+		h.leading.Store(v)
+	}
+}
+
+func (h *Health) watchdog() *leaderelection.HealthzAdaptor {
+	if h == nil {
+		return nil
+	}
+	return h.adaptor
+}
+
+// healthz is ok while the process runs, unless it leads and has failed to
+// renew its Lease for too long.
+func (h *Health) healthz(w http.ResponseWriter, r *http.Request) {
+	if h.adaptor != nil {
+		if err := h.adaptor.Check(r); err != nil {
+			http.Error(w, "leader election: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	_, _ = fmt.Fprintln(w, "ok")
+}
+
+// readyz is ok once the Karmada apiserver has answered and until the daemon
+// stops. A standby replica is ready too: it is ready to take over.
+func (h *Health) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !h.ready.Load() {
+		http.Error(w, "not ready: the Karmada apiserver has not answered yet, or the daemon is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	role := "leader"
+	if h.electing && !h.leading.Load() {
+		role = "standby"
+	}
+	_, _ = fmt.Fprintln(w, "ok ("+role+")")
+}
+
+// Handler serves /metrics from gatherer, /healthz and /readyz.
+func (h *Health) Handler(gatherer prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", h.healthz)
+	mux.HandleFunc("/readyz", h.readyz)
+	return mux
+}
+
+// Serve listens on addr at once, so that a busy port is reported before the
+// daemon starts, and serves handler until ctx ends. It returns the bound
+// address and a channel that yields the server's error, or nil, once it has
+// shut down.
+func Serve(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) (net.Addr, <-chan error, error) {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot serve metrics on %s, choose another --metrics-bind-address: %w", addr, err)
+	}
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		err := server.Serve(listener)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := server.Shutdown(shutdownCtx); err != nil && logger != nil {
+			logger.Warn("metrics server did not shut down cleanly", "err", err)
+		}
+	}()
+	return listener.Addr(), done, nil
+}
