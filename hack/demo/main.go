@@ -8,23 +8,26 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
@@ -54,7 +57,7 @@ func run() error {
 	var karmada *rest.Config
 	if kubeconfig == "" {
 		step("Starting a local Karmada control plane (3 members, real Karmada components)")
-		cp, err := harness.Start(ctx, harness.Options{Members: 3, Progress: indent{}})
+		cp, err := harness.Start(ctx, harness.Options{Members: 3, Progress: newIndent()})
 		if err != nil {
 			return err
 		}
@@ -135,8 +138,8 @@ func run() error {
 	}
 	say("10 seconds later nothing moved: Karmada keeps a placement once scheduled")
 
-	step("Step 4: rebalance: a WorkloadRebalancer asks for a fresh reschedule of deployment/foo")
-	if err := rebalanceWithCRD(ctx, c); err != nil {
+	step("Step 4: rebalance with the plugin")
+	if err := rebalanceWithPlugin(kubeconfig); err != nil {
 		return err
 	}
 	last, err := show(ctx, c, fixtures.TutorialSplits...)
@@ -151,26 +154,18 @@ func run() error {
 	return nil
 }
 
-func rebalanceWithCRD(ctx context.Context, c *fixtures.Clients) error {
-	wr := &appsv1alpha1.WorkloadRebalancer{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
-		Spec: appsv1alpha1.WorkloadRebalancerSpec{Workloads: []appsv1alpha1.ObjectReference{
-			{APIVersion: "apps/v1", Kind: "Deployment", Namespace: namespace, Name: name},
-		}},
+// rebalanceWithPlugin runs `kubectl rebalance deployment/foo` in process,
+// exactly as the installed plugin would run.
+func rebalanceWithPlugin(kubeconfig string) error {
+	args := []string{"deployment/foo", "-n", namespace, "--kubeconfig", kubeconfig, "--context", harness.KarmadaContext}
+	fmt.Printf("    $ kubectl rebalance %s\n", strings.Join(args[:3], " "))
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: newIndent(), ErrOut: newIndent()}
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs(args)
+	if code := cmd.Execute(root, streams); code != cmd.ExitOK {
+		return fmt.Errorf("kubectl rebalance exited with %d", code)
 	}
-	if _, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Create(ctx, wr, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, "demo", metav1.GetOptions{})
-		if err != nil || got.Status.FinishTime == nil {
-			return false, err
-		}
-		for _, w := range got.Status.ObservedWorkloads {
-			say("WorkloadRebalancer demo: %s/%s %s", w.Workload.Kind, w.Workload.Name, w.Result)
-		}
-		return true, nil
-	})
+	return nil
 }
 
 // removeLeftovers deletes what an earlier demo run on the same sandbox left,
@@ -180,7 +175,6 @@ func removeLeftovers(ctx context.Context, c *fixtures.Clients) error {
 	errs := []error{
 		c.Kube.AppsV1().Deployments(namespace).Delete(ctx, name, del),
 		c.Karmada.PolicyV1alpha1().PropagationPolicies(namespace).Delete(ctx, name, del),
-		c.Karmada.AppsV1alpha1().WorkloadRebalancers().Delete(ctx, "demo", del),
 	}
 	found := false
 	for _, err := range errs {
@@ -230,10 +224,22 @@ func step(text string) { fmt.Printf("\n==> %s\n", text) }
 
 func say(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 
-// indent prints the harness progress under the demo's first step.
-type indent struct{}
+// indent prints another program's output under the demo's current step,
+// a whole line at a time (printers write a table cell by cell).
+type indent struct{ pending *bytes.Buffer }
 
-func (indent) Write(p []byte) (int, error) {
-	fmt.Printf("    %s", p)
-	return len(p), nil
+func newIndent() indent { return indent{pending: &bytes.Buffer{}} }
+
+func (w indent) Write(p []byte) (int, error) {
+	w.pending.Write(p)
+	for {
+		line, err := w.pending.ReadString('\n')
+		if err != nil {
+			// No newline yet: keep the partial line for the next write.
+			w.pending.Reset()
+			w.pending.WriteString(line)
+			return len(p), nil
+		}
+		fmt.Printf("    %s", line)
+	}
 }
