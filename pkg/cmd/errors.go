@@ -59,6 +59,10 @@ func (o *RebalanceOptions) inputError(err error) error {
 			kind, o.contextName(), o.contextName())
 	case strings.HasPrefix(msg, "error parsing "):
 		return fmt.Errorf("cannot parse %s; fix the file and run the command again", strings.TrimPrefix(msg, "error parsing "))
+	case strings.HasPrefix(msg, "unable to decode ") && strings.Contains(msg, "Object 'Kind' is missing"):
+		// The builder quotes the whole object; the file name is what helps.
+		source, _, _ := strings.Cut(strings.TrimPrefix(msg, "unable to decode "), ": ")
+		return fmt.Errorf("cannot read %s: an object in it has no kind; give every manifest its apiVersion and kind", source)
 	case msg == "a resource cannot be retrieved by name across all namespaces":
 		return errors.New("workloads named one by one cannot be combined with --all-namespaces: give their namespace with -n, or select them with -l or --all")
 	case msg == "namespace may not be empty when retrieving a resource by name":
