@@ -192,6 +192,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdCompletion(streams))
+	cmd.AddCommand(NewCmdDeschedule(streams))
 	return cmd
 }
 

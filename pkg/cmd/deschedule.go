@@ -1,0 +1,639 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/version"
+)
+
+var (
+	descheduleLong = templates.LongDesc(`
+		Give replicas that member clusters cannot schedule back to the Karmada
+		scheduler, as karmada-descheduler does, without its scheduler-estimators.
+
+		A pass lists the ResourceBindings of apps/v1 Deployments whose applied
+		placement divides replicas dynamically (Divided with Aggregated, or with
+		dynamic weights). For every target cluster with fewer ready replicas than
+		assigned, it counts the pods of the member Deployment's current
+		ReplicaSet that have been unschedulable for longer than
+		--unschedulable-threshold, and lowers the cluster's assignment by that
+		many, never below its ready replicas. The Karmada scheduler then sees
+		fewer replicas assigned than wanted and places the rest elsewhere. A
+		binding whose clusters cannot all be counted is left alone. Updates use
+		the binding's resourceVersion, and each one is recorded as a
+		DescheduleBindingSucceed (or DescheduleBindingFailed) event on the
+		binding and on its Deployment.
+
+		Member pods are read through the Karmada cluster proxy (the default,
+		--estimator=proxy), or through kubeconfig contexts named like the member
+		clusters (--estimator=kubeconfig). Each member cluster is listed once
+		per pass, whatever the number of bindings.
+
+		Without --interval the command runs one pass, prints a row per target
+		cluster of every binding it had to look at, and a summary line on
+		stderr. With --interval it is a daemon: a pass at start and then every
+		interval, structured logs on stderr, optional leader election
+		(--leader-elect) so that several replicas run with one active, and
+		Prometheus metrics, /healthz and /readyz on --metrics-bind-address.
+		SIGINT and SIGTERM stop it between two writes, never in the middle of one.
+
+		Exit codes of a single pass:
+
+		* 0: the pass ran and every write it needed succeeded.
+		* 1: bad usage, or the bindings could not be listed.
+		* 2: a member cluster could not be listed, a write failed, or the pass
+		  was interrupted before it finished.`)
+
+	descheduleExample = templates.Examples(`
+		# See what a pass would change in the current namespace, writing nothing
+		kubectl rebalance deschedule --dry-run=client
+
+		# Deschedule everywhere, except in kube-system, moving at most 20 replicas
+		kubectl rebalance deschedule -A --exclude-namespace kube-system --max-replicas-per-pass 20
+
+		# Only Deployments labelled app=web, counting pods unschedulable for 10 minutes
+		kubectl rebalance deschedule -n shop -l app=web --unschedulable-threshold 10m
+
+		# Read member pods through kubeconfig contexts named like the clusters
+		kubectl rebalance deschedule -A --estimator kubeconfig --member-kubeconfig ~/.kube/members
+
+		# Run as a daemon with leader election and metrics, like karmada-descheduler
+		kubectl rebalance deschedule -A --interval 2m --leader-elect --metrics-bind-address :8080 --log-format json
+
+		# Keep the pass result as JSON
+		kubectl rebalance deschedule -A -o json > pass.json`)
+)
+
+// Estimators: where member pod counts come from.
+const (
+	estimatorProxy      = "proxy"
+	estimatorKubeconfig = "kubeconfig"
+)
+
+// Defaults of karmada-descheduler's client to the Karmada apiserver.
+const (
+	defaultDescheduleQPS   = 40
+	defaultDescheduleBurst = 60
+)
+
+// DescheduleOptions holds the flags and the state of `kubectl rebalance deschedule`.
+type DescheduleOptions struct {
+	// ConfigFlags are the kubeconfig flags. The root command defines them
+	// as persistent flags; Complete copies their values from there.
+	ConfigFlags *genericclioptions.ConfigFlags
+	PrintFlags  *genericclioptions.PrintFlags
+
+	Interval               time.Duration
+	UnschedulableThreshold time.Duration
+	Estimator              string
+	MemberKubeconfig       string
+	DryRunFlag             string
+	MaxReplicasPerPass     int32
+	MaxReplicasPerCluster  int32
+	AllNamespaces          bool
+	LabelSelector          string
+	ExcludeNamespaces      []string
+	NoHeaders              bool
+	QPS                    float32
+	Burst                  int
+
+	LeaderElect          bool
+	LeaderElectNamespace string
+	LeaderElectName      string
+	LeaderElectIdentity  string
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
+	MetricsBindAddress   string
+	LogFormat            string
+
+	// Set by Complete.
+	Namespace    string
+	DryRun       deschedule.DryRun
+	OutputFormat string
+	printer      printers.ResourcePrinter
+	restConfig   *rest.Config
+	logger       *slog.Logger
+
+	genericiooptions.IOStreams
+}
+
+// NewDescheduleOptions returns options with the flags' defaults.
+func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions {
+	return &DescheduleOptions{
+		ConfigFlags:            genericclioptions.NewConfigFlags(true),
+		PrintFlags:             genericclioptions.NewPrintFlags(""),
+		UnschedulableThreshold: deschedule.DefaultUnschedulableThreshold,
+		Estimator:              estimatorProxy,
+		DryRunFlag:             string(deschedule.DryRunNone),
+		QPS:                    defaultDescheduleQPS,
+		Burst:                  defaultDescheduleBurst,
+		LeaderElectNamespace:   deschedule.DefaultLeaseNamespace,
+		LeaderElectName:        deschedule.DefaultLeaseName,
+		LeaseDuration:          deschedule.DefaultLeaseDuration,
+		RenewDeadline:          deschedule.DefaultRenewDeadline,
+		RetryPeriod:            deschedule.DefaultRetryPeriod,
+		LogFormat:              "text",
+		IOStreams:              streams,
+	}
+}
+
+// NewCmdDeschedule builds the `deschedule` subcommand. It expects to be added
+// to the root command, whose persistent flags carry the kubeconfig options.
+func NewCmdDeschedule(streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewDescheduleOptions(streams)
+	cmd := &cobra.Command{
+		Use:                   "deschedule [--interval DURATION] [-n NAMESPACE | -A] [-l SELECTOR] [--dry-run=none|client|server]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Hand replicas that member clusters cannot schedule back to the Karmada scheduler",
+		Long:                  descheduleLong,
+		Example:               descheduleExample,
+		ValidArgsFunction:     cobra.NoFileCompletions,
+		SilenceUsage:          true,
+		SilenceErrors:         true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			if err := o.Validate(); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
+	})
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags registers the command's own flags.
+func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
+	flags := cmd.Flags()
+	flags.DurationVar(&o.Interval, "interval", o.Interval, "Run as a daemon: a pass at start and then every interval (karmada-descheduler's --descheduling-interval, 2m there). 0 runs one pass and exits.")
+	flags.DurationVar(&o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a pod must have been unschedulable to count.")
+	flags.StringVar(&o.Estimator, "estimator", o.Estimator, `Where member pods are read: "proxy" (the Karmada cluster proxy, needs clusters/proxy) or "kubeconfig" (contexts named like the member clusters).`)
+	flags.StringVar(&o.MemberKubeconfig, "member-kubeconfig", o.MemberKubeconfig, "With --estimator=kubeconfig, the kubeconfig holding the member contexts; the Karmada kubeconfig when empty.")
+	flags.StringVar(&o.DryRunFlag, "dry-run", o.DryRunFlag, `Must be "none", "server", or "client". With client, bindings are only read; with server, updates are sent with dryRun=All and nothing is persisted. No events are recorded in a dry run.`)
+	flags.Lookup("dry-run").NoOptDefVal = string(deschedule.DryRunClient)
+	flags.Int32Var(&o.MaxReplicasPerPass, "max-replicas-per-pass", o.MaxReplicasPerPass, "Move at most this many replicas in one pass; 0 is no limit.")
+	flags.Int32Var(&o.MaxReplicasPerCluster, "max-replicas-per-cluster", o.MaxReplicasPerCluster, "Move at most this many replicas away from any one member cluster in one pass; 0 is no limit.")
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Deschedule bindings in all namespaces.")
+	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only bindings of Deployments whose labels match this selector (e.g. -l app=web,tier!=db).")
+	flags.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespace", o.ExcludeNamespaces, "Never deschedule bindings in these namespaces; repeat or separate with commas.")
+	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
+	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second to the Karmada apiserver and to each member cluster.")
+	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests sent at once before --qps applies.")
+
+	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "With --interval, pass only while holding a Lease in the Karmada apiserver, so that several replicas run with one active.")
+	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
+	flags.StringVar(&o.LeaderElectName, "leader-elect-name", o.LeaderElectName, "Name of the leader election Lease.")
+	flags.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity, "This process's name in the Lease; the host name and a random suffix when empty.")
+	flags.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
+	flags.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it stops passing.")
+	flags.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	flags.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "With --interval, serve Prometheus /metrics, /healthz and /readyz on this address (e.g. :8080); off when empty.")
+	flags.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Format of the daemon's logs on stderr: "text" or "json".`)
+
+	o.PrintFlags.AddFlags(cmd)
+	output := flags.Lookup("output")
+	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table. A daemon prints each pass only when this is set.", strings.Join(o.outputFormats(), ", "))
+	for name, values := range map[string][]string{
+		"output":     append([]string{"wide"}, o.outputFormats()...),
+		"dry-run":    {"none", "client", "server"},
+		"estimator":  {estimatorProxy, estimatorKubeconfig},
+		"log-format": {"text", "json"},
+	} {
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
+}
+
+// outputFormats are the PrintFlags formats that suit a pass report: every one
+// but "name", since a pass has no name.
+func (o *DescheduleOptions) outputFormats() []string {
+	var formats []string
+	for _, f := range o.PrintFlags.AllowedFormats() {
+		if f != "name" {
+			formats = append(formats, f)
+		}
+	}
+	return formats
+}
+
+// Complete fills the options from the flags and the kubeconfig.
+func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return cmdutil.UsageErrorf(cmd, "deschedule takes no arguments, got %q; choose bindings with -n, -A, -l and --exclude-namespace", args)
+	}
+	o.ConfigFlags = inheritConfigFlags(cmd.Flags())
+	if f := cmd.Flags().Lookup("karmada-context"); f != nil && f.Changed {
+		if c := cmd.Flags().Lookup("context"); c != nil && c.Changed && c.Value.String() != f.Value.String() {
+			return fmt.Errorf("--karmada-context %q and --context %q disagree; give only one of them", f.Value.String(), c.Value.String())
+		}
+		*o.ConfigFlags.Context = f.Value.String()
+	}
+
+	dryRun, err := deschedule.ParseDryRun(o.DryRunFlag)
+	if err != nil {
+		return fmt.Errorf("invalid --dry-run value %q: use none, client or server", o.DryRunFlag)
+	}
+	o.DryRun = dryRun
+
+	o.Namespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("cannot read the namespace from the kubeconfig, fix it or pass --kubeconfig: %w", err)
+	}
+	if o.AllNamespaces {
+		o.Namespace = ""
+	}
+
+	o.OutputFormat = ""
+	if o.PrintFlags.OutputFormat != nil {
+		o.OutputFormat = *o.PrintFlags.OutputFormat
+	}
+	if o.OutputFormat != "" && o.OutputFormat != "wide" {
+		if o.OutputFormat == "name" {
+			return fmt.Errorf("invalid --output %q: a pass has no name; use one of wide, %s", o.OutputFormat, strings.Join(o.outputFormats(), ", "))
+		}
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return fmt.Errorf("invalid --output %q: use one of wide, %s", o.OutputFormat, strings.Join(o.outputFormats(), ", "))
+		}
+	}
+
+	o.restConfig, err = o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("cannot build a client for the Karmada apiserver from the kubeconfig, check --kubeconfig and --karmada-context: %w", err)
+	}
+	o.restConfig = o.clientConfig(o.restConfig)
+
+	o.logger, err = newLogger(o.ErrOut, o.LogFormat)
+	return err
+}
+
+// inheritConfigFlags returns kubeconfig flags holding the values of the
+// same-named flags in flags, which include the root command's persistent
+// ones. Flags that are absent or unset keep their defaults.
+func inheritConfigFlags(flags *pflag.FlagSet) *genericclioptions.ConfigFlags {
+	cf := genericclioptions.NewConfigFlags(true)
+	own := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
+	cf.AddFlags(own)
+	own.VisitAll(func(f *pflag.Flag) {
+		src := flags.Lookup(f.Name)
+		if src == nil || !src.Changed || src == f {
+			return
+		}
+		if slice, ok := src.Value.(pflag.SliceValue); ok {
+			for _, v := range slice.GetSlice() {
+				_ = f.Value.Set(v)
+			}
+			return
+		}
+		_ = f.Value.Set(src.Value.String())
+	})
+	return cf
+}
+
+// clientConfig applies the rate limits and the user agent to a copy of config.
+func (o *DescheduleOptions) clientConfig(config *rest.Config) *rest.Config {
+	c := rest.CopyConfig(config)
+	c.QPS, c.Burst = o.QPS, o.Burst
+	c.UserAgent = deschedule.EventComponent + "/" + version.Get().Version
+	return c
+}
+
+// newLogger builds the structured logger of the daemon, which also receives
+// client-go's logs (leader election among them).
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("invalid --log-format %q: use text or json", format)
+}
+
+// Validate checks that the flags make sense together.
+func (o *DescheduleOptions) Validate() error {
+	daemon := o.Interval > 0
+	switch {
+	case o.Interval < 0:
+		return fmt.Errorf("--interval must be positive, or 0 for a single pass; got %s", o.Interval)
+	case o.LeaderElect && !daemon:
+		return errors.New("--leader-elect needs --interval: a single pass does not take a lease")
+	case o.MetricsBindAddress != "" && !daemon:
+		return errors.New("--metrics-bind-address needs --interval: a single pass serves no metrics")
+	case o.Estimator != estimatorProxy && o.Estimator != estimatorKubeconfig:
+		return fmt.Errorf("invalid --estimator %q: use proxy or kubeconfig", o.Estimator)
+	case o.MemberKubeconfig != "" && o.Estimator != estimatorKubeconfig:
+		return errors.New("--member-kubeconfig is only read with --estimator=kubeconfig")
+	case o.MaxReplicasPerPass < 0 || o.MaxReplicasPerCluster < 0:
+		return fmt.Errorf("--max-replicas-per-pass and --max-replicas-per-cluster must be 0 (no limit) or positive, got %d and %d",
+			o.MaxReplicasPerPass, o.MaxReplicasPerCluster)
+	case o.QPS <= 0 || o.Burst <= 0:
+		return fmt.Errorf("--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	case o.LeaderElect && (o.LeaderElectNamespace == "" || o.LeaderElectName == ""):
+		return errors.New("--leader-elect-namespace and --leader-elect-name must not be empty")
+	case o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0):
+		return fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	for _, ns := range o.ExcludeNamespaces {
+		if ns == o.Namespace && !o.AllNamespaces {
+			return fmt.Errorf("namespace %s is both selected (-n or the kubeconfig) and excluded (--exclude-namespace); use -A to deschedule every other namespace", ns)
+		}
+	}
+	return nil
+}
+
+// Run runs one pass, or the daemon when --interval is set.
+func (o *DescheduleOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	klog.SetSlogLogger(o.logger)
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
+
+	identity, err := o.identity()
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+	descheduler, kube, err := o.descheduler(identity)
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+	if o.Interval <= 0 {
+		return o.runOnce(ctx, descheduler)
+	}
+	return o.runDaemon(ctx, descheduler, kube, identity)
+}
+
+// identity names this process in events and in the Lease.
+func (o *DescheduleOptions) identity() (string, error) {
+	if o.LeaderElectIdentity != "" {
+		return o.LeaderElectIdentity, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("cannot read the host name for the leader election identity, pass --leader-elect-identity: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
+
+// descheduler wires the engine to the Karmada apiserver and the member clusters.
+func (o *DescheduleOptions) descheduler(identity string) (*deschedule.Descheduler, kubernetes.Interface, error) {
+	karmada, err := karmadaclient.NewForConfig(o.restConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot build a Karmada client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(o.restConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err)
+	}
+	pods, err := o.podSource()
+	if err != nil {
+		return nil, nil, err
+	}
+	events := deschedule.NewEventClient(kube, deschedule.EventComponent)
+	events.Host = identity
+	opts := deschedule.Options{
+		Namespace:              o.Namespace,
+		WorkloadSelector:       o.LabelSelector,
+		ExcludedNamespaces:     o.ExcludeNamespaces,
+		UnschedulableThreshold: o.UnschedulableThreshold,
+		DryRun:                 o.DryRun,
+		MaxReplicasPerPass:     o.MaxReplicasPerPass,
+		MaxReplicasPerCluster:  o.MaxReplicasPerCluster,
+	}
+	if o.LabelSelector != "" {
+		meta, err := metadata.NewForConfig(o.restConfig)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot build a metadata client for the Karmada apiserver: %w", err)
+		}
+		opts.Workloads = deschedule.NewMetadataWorkloadLister(meta)
+	}
+	d, err := deschedule.New(karmada, pods, events, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, kube, nil
+}
+
+// podSource reads member clusters through the Karmada proxy or kubeconfig contexts.
+func (o *DescheduleOptions) podSource() (deschedule.PodSource, error) {
+	if o.Estimator == estimatorProxy {
+		return deschedule.NewProxyPodSource(o.restConfig), nil
+	}
+	var raw clientcmdapi.Config
+	if o.MemberKubeconfig != "" {
+		loaded, err := clientcmd.LoadFromFile(o.MemberKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read --member-kubeconfig %s: %w", o.MemberKubeconfig, err)
+		}
+		raw = *loaded
+	} else {
+		loaded, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the kubeconfig for member contexts, pass --member-kubeconfig: %w", err)
+		}
+		raw = loaded
+	}
+	return deschedule.NewKubeconfigPodSource(raw, nil, func(c *rest.Config) {
+		*c = *o.clientConfig(c)
+	}), nil
+}
+
+// runOnce runs a single pass and prints it.
+func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Descheduler) error {
+	result, err := d.Pass(ctx)
+	if err != nil {
+		return withExitCode(ExitError, o.passError(err))
+	}
+	if err := o.print(result, true); err != nil {
+		return withExitCode(ExitError, err)
+	}
+	switch {
+	case result.Stopped:
+		return withExitCode(ExitFailed, errors.New("the pass was interrupted before every binding was written; the table shows what was done, run it again to finish"))
+	case result.Err() != nil:
+		return withExitCode(ExitFailed, fmt.Errorf("the pass was incomplete, it is safe to run again:\n%w", result.Err()))
+	}
+	return nil
+}
+
+// passError explains why the bindings could not be listed.
+func (o *DescheduleOptions) passError(err error) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("the API server at %s does not serve resourcebindings.work.karmada.io, so it is not a Karmada apiserver; "+
+			"point --kubeconfig or --karmada-context at the Karmada apiserver: %w", o.restConfig.Host, err)
+	}
+	return err
+}
+
+// print writes a pass in the chosen format to stdout and its summary to
+// stderr. A daemon prints a pass only when an output format was chosen.
+func (o *DescheduleOptions) print(result *deschedule.PassResult, once bool) error {
+	switch o.OutputFormat {
+	case "", "wide":
+		if !once && o.OutputFormat == "" {
+			return nil
+		}
+		wide := o.OutputFormat == "wide"
+		opts := deschedule.PrintOptions{Wide: wide, NoHeaders: o.NoHeaders, WithNamespace: o.AllNamespaces, HideReady: !wide, ShowSkipped: wide}
+		if err := deschedule.PrintPass(o.Out, result, opts); err != nil {
+			return err
+		}
+	default:
+		if err := o.printer.PrintObj(result.Report(), o.Out); err != nil {
+			return fmt.Errorf("printing the pass as %s failed: %w", o.OutputFormat, err)
+		}
+	}
+	if once {
+		return deschedule.PrintSummary(o.ErrOut, result)
+	}
+	return nil
+}
+
+// runDaemon passes every interval until a signal arrives.
+func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Descheduler, kube kubernetes.Interface, identity string) error {
+	log := o.logger.With("component", deschedule.EventComponent)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := deschedule.NewMetrics(reg)
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+	health := deschedule.NewHealth(o.LeaderElect)
+
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	var served <-chan error
+	if o.MetricsBindAddress != "" {
+		addr, done, err := deschedule.Serve(serveCtx, o.MetricsBindAddress, health.Handler(reg), log)
+		if err != nil {
+			return withExitCode(ExitError, err)
+		}
+		served = done
+		log.Info("serving metrics and health", "address", addr.String())
+	}
+
+	opts := deschedule.DaemonOptions{
+		Interval: o.Interval,
+		Metrics:  metrics,
+		Health:   health,
+		Logger:   log,
+		OnPass: func(result *deschedule.PassResult, err error) {
+			logPass(log, result, err)
+			if result != nil {
+				if err := o.print(result, false); err != nil {
+					log.Error("cannot print the pass", "err", err)
+				}
+			}
+		},
+	}
+	if o.LeaderElect {
+		opts.LeaderElection = &deschedule.LeaderElection{
+			Client: kube, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: identity,
+			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		}
+	}
+	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.Namespace), "selector", o.LabelSelector,
+		"excludedNamespaces", o.ExcludeNamespaces, "estimator", o.Estimator, "dryRun", string(o.DryRun),
+		"unschedulableThreshold", o.UnschedulableThreshold.String(), "interval", o.Interval.String(), "leaderElect", o.LeaderElect)
+	runErr := d.Run(ctx, opts)
+	stopServing()
+	if served != nil {
+		if err := <-served; err != nil {
+			log.Error("metrics server failed", "err", err)
+		}
+	}
+	if runErr != nil {
+		return withExitCode(ExitError, o.passError(runErr))
+	}
+	return nil
+}
+
+// logPass writes one structured line per pass, and one per binding that was
+// changed, failed or could not be counted.
+func logPass(log *slog.Logger, result *deschedule.PassResult, err error) {
+	if result == nil {
+		log.Error("pass failed", "result", deschedule.PassError, "err", err)
+		return
+	}
+	summary := []any{
+		"result", deschedule.PassResultLabel(result, nil),
+		"listed", result.Listed,
+		"candidates", len(result.Bindings),
+		"descheduled", result.Descheduled,
+		"evictedReplicas", result.EvictedReplicas,
+		"failed", result.Failed,
+		"memberErrors", len(result.ClusterErrors),
+		"dryRun", string(result.DryRun),
+		"durationSeconds", result.End.Sub(result.Start).Seconds(),
+	}
+	for cluster, cerr := range result.ClusterErrors {
+		log.Error("member cluster could not be listed", "cluster", cluster, "err", cerr)
+	}
+	for i := range result.Bindings {
+		br := &result.Bindings[i]
+		binding := []any{"namespace", br.Namespace, "binding", br.Name, "outcome", string(br.Outcome)}
+		switch br.Outcome {
+		case deschedule.OutcomeDescheduled:
+			log.Info("binding descheduled", append(binding, "evictedReplicas", br.Evicted, "message", br.Message)...)
+		case deschedule.OutcomeDryRun:
+			log.Info("binding would be descheduled", append(binding, "evictedReplicas", br.Evicted, "message", br.Message)...)
+		case deschedule.OutcomeFailed:
+			log.Error("binding update failed", append(binding, "err", br.Err)...)
+		case deschedule.OutcomeBlocked:
+			log.Warn("binding left alone", append(binding, "reason", br.Message)...)
+		}
+		if br.EventErr != nil {
+			log.Warn("event not recorded", append(binding, "err", br.EventErr)...)
+		}
+	}
+	if result.Stopped {
+		log.Info("pass stopped between writes", summary...)
+		return
+	}
+	log.Info("pass finished", summary...)
+}
+
+func orAll(namespace string) string {
+	if namespace == "" {
+		return "(all)"
+	}
+	return namespace
+}

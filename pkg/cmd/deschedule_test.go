@@ -1,0 +1,154 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// descheduleKubeconfig writes a kubeconfig whose current context points at
+// an address nothing listens on, with namespace shop.
+func descheduleKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: karmada
+  cluster: {server: "https://127.0.0.1:1"}
+- name: member1
+  cluster: {server: "https://127.0.0.1:2"}
+users:
+- name: admin
+  user: {token: secret}
+contexts:
+- name: karmada-apiserver
+  context: {cluster: karmada, user: admin, namespace: shop}
+- name: member1
+  context: {cluster: member1, user: admin}
+current-context: karmada-apiserver
+`), 0o600))
+	return path
+}
+
+// runDeschedule runs `kubectl rebalance ARGS...` through Execute, as main does.
+func runDeschedule(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := NewCmdRebalance(streams)
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	code = Execute(root, streams)
+	return code, out.String(), errOut.String()
+}
+
+func TestDescheduleRejectsBadInput(t *testing.T) {
+	kubeconfig := "--kubeconfig=" + descheduleKubeconfig(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "arguments", args: []string{"deploy/web"}, want: `deschedule takes no arguments, got ["deploy/web"]; choose bindings with -n, -A, -l and --exclude-namespace`},
+		{name: "dry run", args: []string{"--dry-run=always"}, want: `invalid --dry-run value "always": use none, client or server`},
+		{name: "output name", args: []string{"-o", "name"}, want: `invalid --output "name": a pass has no name; use one of wide, json, yaml`},
+		{name: "output unknown", args: []string{"-o", "xml"}, want: `invalid --output "xml": use one of wide, json, yaml`},
+		{name: "negative interval", args: []string{"--interval=-1s"}, want: "--interval must be positive, or 0 for a single pass; got -1s"},
+		{name: "leader election without interval", args: []string{"--leader-elect"}, want: "--leader-elect needs --interval: a single pass does not take a lease"},
+		{name: "metrics without interval", args: []string{"--metrics-bind-address=:8080"}, want: "--metrics-bind-address needs --interval"},
+		{name: "estimator", args: []string{"--estimator=grpc"}, want: `invalid --estimator "grpc": use proxy or kubeconfig`},
+		{name: "member kubeconfig with proxy", args: []string{"--member-kubeconfig=x"}, want: "--member-kubeconfig is only read with --estimator=kubeconfig"},
+		{name: "limits", args: []string{"--max-replicas-per-pass=-2"}, want: "must be 0 (no limit) or positive, got -2 and 0"},
+		{name: "qps", args: []string{"--qps=0"}, want: "--qps and --burst must be greater than zero"},
+		{name: "lease timings", args: []string{"--interval=1m", "--leader-elect", "--leader-elect-renew-deadline=20s"}, want: "--leader-elect-lease-duration (15s) > --leader-elect-renew-deadline (20s)"},
+		{name: "log format", args: []string{"--log-format=xml"}, want: `invalid --log-format "xml": use text or json`},
+		{name: "excluded namespace selected", args: []string{"--exclude-namespace=kube-system,shop"}, want: "namespace shop is both selected (-n or the kubeconfig) and excluded (--exclude-namespace); use -A"},
+		{name: "selector", args: []string{"-l", "a in (b"}, want: `invalid workload label selector "a in (b"`},
+		{name: "unknown flag", args: []string{"--descheduling-interval=2m"}, want: "unknown flag: --descheduling-interval"},
+		{name: "contexts disagree", args: []string{"--context=a", "--karmada-context=b"}, want: `--karmada-context "b" and --context "a" disagree`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runDeschedule(t, append([]string{"deschedule", kubeconfig}, tt.args...)...)
+			assert.Equal(t, ExitError, code)
+			assert.Empty(t, stdout)
+			assert.True(t, strings.HasPrefix(stderr, "error: "), stderr)
+			assert.Contains(t, stderr, tt.want)
+		})
+	}
+}
+
+func TestDescheduleUnreachableAPIServer(t *testing.T) {
+	code, stdout, stderr := runDeschedule(t, "deschedule", "--kubeconfig", descheduleKubeconfig(t), "--request-timeout=2s")
+	assert.Equal(t, ExitError, code)
+	assert.Empty(t, stdout, "nothing is printed when the bindings cannot be listed")
+	assert.Contains(t, stderr, "error: cannot list resourcebindings in namespace shop, check the Karmada kubeconfig and your RBAC")
+	assert.Contains(t, stderr, "127.0.0.1:1")
+}
+
+func TestDescheduleHelp(t *testing.T) {
+	code, stdout, _ := runDeschedule(t, "deschedule", "--help")
+	assert.Equal(t, ExitOK, code)
+	assert.Contains(t, stdout, "Usage:\n  kubectl rebalance deschedule [--interval DURATION]")
+	assert.Contains(t, stdout, "  kubectl rebalance deschedule --dry-run=client\n")
+	for _, flag := range []string{"--unschedulable-threshold", "--estimator", "--member-kubeconfig", "--max-replicas-per-pass", "--max-replicas-per-cluster",
+		"--exclude-namespace", "--leader-elect-namespace", "--metrics-bind-address", "--no-headers", "--kubeconfig", "--karmada-context", "--namespace"} {
+		assert.Contains(t, stdout, flag)
+	}
+}
+
+// TestDescheduleInheritsKubeconfigFlags checks that the root command's
+// persistent kubeconfig flags reach the subcommand wherever they are given.
+func TestDescheduleInheritsKubeconfigFlags(t *testing.T) {
+	kubeconfig := descheduleKubeconfig(t)
+	tests := []struct {
+		name          string
+		args          []string
+		wantNamespace string
+		wantHost      string
+		wantGroups    []string
+	}{
+		{name: "after the subcommand", args: []string{"deschedule", "--kubeconfig", kubeconfig}, wantNamespace: "shop", wantHost: "https://127.0.0.1:1"},
+		{name: "before the subcommand", args: []string{"--kubeconfig", kubeconfig, "-n", "blog", "deschedule"}, wantNamespace: "blog", wantHost: "https://127.0.0.1:1"},
+		{name: "karmada context", args: []string{"deschedule", "--kubeconfig", kubeconfig, "--karmada-context", "member1"}, wantNamespace: "default", wantHost: "https://127.0.0.1:2"},
+		{name: "all namespaces", args: []string{"deschedule", "--kubeconfig", kubeconfig, "-A"}, wantNamespace: "", wantHost: "https://127.0.0.1:1"},
+		{
+			name: "impersonation", args: []string{"deschedule", "--kubeconfig", kubeconfig, "--as", "system:serviceaccount:karmada-system:d", "--as-group", "a", "--as-group", "b"},
+			wantNamespace: "shop", wantHost: "https://127.0.0.1:1", wantGroups: []string{"a", "b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, _, _, _ := genericiooptions.NewTestIOStreams()
+			root := NewCmdRebalance(streams)
+			var got *DescheduleOptions
+			for _, c := range root.Commands() {
+				if c.Name() == "deschedule" {
+					c.RunE = func(c *cobra.Command, args []string) error {
+						got = NewDescheduleOptions(streams)
+						got.AllNamespaces, _ = c.Flags().GetBool("all-namespaces")
+						return got.Complete(c, args)
+					}
+				}
+			}
+			root.SetArgs(tt.args)
+			require.NoError(t, root.Execute())
+			require.NotNil(t, got)
+			assert.Equal(t, tt.wantNamespace, got.Namespace)
+			assert.Equal(t, tt.wantHost, got.restConfig.Host)
+			assert.Equal(t, float32(defaultDescheduleQPS), got.restConfig.QPS)
+			assert.Contains(t, got.restConfig.UserAgent, "kubectl-rebalance-deschedule/")
+			if tt.wantGroups != nil {
+				assert.Equal(t, "system:serviceaccount:karmada-system:d", got.restConfig.Impersonate.UserName)
+				assert.Equal(t, tt.wantGroups, got.restConfig.Impersonate.Groups)
+			}
+		})
+	}
+}
