@@ -43,6 +43,9 @@ type fakeAPI struct {
 	beforePatch func(f *fakeAPI, k bindingKey)
 	// watchErr, when set, fails every watch.
 	watchErr error
+	// oddlySpelledTrigger makes every test of the trigger fail, as when the
+	// stored text differs from how Go clients print the time.
+	oddlySpelledTrigger bool
 }
 
 type fakeEvent struct {
@@ -92,11 +95,11 @@ func (f *fakeAPI) Get(_ context.Context, namespace, name string) (*Binding, erro
 	return &c, nil
 }
 
-func (f *fakeAPI) PatchTrigger(_ context.Context, namespace, name, resourceVersion string, at metav1.Time, dryRun bool) (*Binding, error) {
+func (f *fakeAPI) PatchTrigger(_ context.Context, w TriggerWrite) (*Binding, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.request("patch")
-	k := bindingKey{namespace, name}
+	k := bindingKey{w.Namespace, w.Name}
 	if errs := f.patchErrors[k]; len(errs) > 0 {
 		f.patchErrors[k] = errs[1:]
 		return nil, errs[0]
@@ -106,15 +109,20 @@ func (f *fakeAPI) PatchTrigger(_ context.Context, namespace, name, resourceVersi
 	}
 	b, ok := f.bindings[k]
 	if !ok {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, name)
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, w.Name)
 	}
-	if b.ResourceVersion != resourceVersion {
-		return nil, apierrors.NewConflict(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, name, nil)
+	switch {
+	case w.ResourceVersion != "":
+		if b.ResourceVersion != w.ResourceVersion {
+			return nil, apierrors.NewConflict(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, w.Name, nil)
+		}
+	case f.oddlySpelledTrigger || !sameTrigger(b.Spec.RescheduleTriggeredAt, w.Expected):
+		return nil, ErrTriggerChanged
 	}
 	updated := *b
-	updated.Spec.RescheduleTriggeredAt = ptr.To(metav1.NewTime(at.Truncate(time.Second)))
+	updated.Spec.RescheduleTriggeredAt = ptr.To(metav1.NewTime(w.At.Truncate(time.Second)))
 	updated.Generation++
-	if dryRun {
+	if w.DryRun {
 		return &updated, nil
 	}
 	f.changeLocked(&updated, watch.Modified)

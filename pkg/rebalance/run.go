@@ -145,6 +145,9 @@ type entry struct {
 	written int64
 	// wrote is set once the trigger was written (or accepted in a server dry run).
 	wrote bool
+	// byVersion guards writes with the resource version rather than a test
+	// of the trigger (see TriggerWrite).
+	byVersion bool
 	// await is set once the trigger is in place and worth waiting for.
 	await bool
 	// done is set once the waiting is over for this entry.
@@ -359,7 +362,9 @@ func (r *Runner) triggerTime(ctx context.Context, entries []*entry) metav1.Time 
 }
 
 // trigger writes the trigger at to the binding of e unless it holds one at
-// least as late, re-reading and retrying after a conflict.
+// least as late. The write is conditional on the trigger read; when that
+// changed, or a schedule landed in the trigger's second just before the
+// write, the binding is looked at again and the write retried.
 func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 	if e.binding == nil || e.row.Result != "" {
 		return nil
@@ -373,12 +378,19 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 		}
 
 		if !NeedsTrigger(b.Spec.RescheduleTriggeredAt, when) {
-			// A trigger this late is already there (another run in the same
-			// second, or a retry after a write that did land): the controller
-			// counts that as done, and writing again would change nothing.
 			e.row.Result = appsv1alpha1.RebalanceSuccessful
 			e.at, e.written = *b.Spec.RescheduleTriggeredAt, b.Generation
 			e.row.TriggeredAt = &e.at
+			if e.wrote {
+				// Our own write, which could not be moved past a schedule
+				// stamped too far ahead by the scheduler's clock.
+				e.row.Message = ""
+				e.row.Observation = check
+				return true, nil
+			}
+			// A trigger this late is already there (another run in the same
+			// second): the controller counts that as done, and writing again
+			// would change nothing.
 			e.row.Message = fmt.Sprintf("the binding already holds trigger %s; nothing written", formatTime(e.at.Time))
 			r.settleObservation(e, PreTriggerCheck(b.Labels, b.Spec, b.Status, e.at), true)
 			return true, nil
@@ -390,7 +402,11 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 			return true, nil
 		}
 
-		patched, err := r.API.PatchTrigger(ctx, b.Namespace, b.Name, b.ResourceVersion, when, r.DryRun == DryRunServer)
+		write := TriggerWrite{Namespace: b.Namespace, Name: b.Name, At: when, Expected: b.Spec.RescheduleTriggeredAt, DryRun: r.DryRun == DryRunServer}
+		if e.byVersion {
+			write.ResourceVersion = b.ResourceVersion
+		}
+		patched, err := r.API.PatchTrigger(ctx, write)
 		switch {
 		case err == nil:
 			e.row.TriggeredAt = &when
@@ -400,18 +416,31 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 				e.row.Observation = check
 				return true, nil
 			}
+			if scheduledInOrAfter(patched, when) {
+				// The scheduler finished a pass in the trigger's second just
+				// before the write landed, so it will not act on it: move
+				// the trigger past that pass.
+				r.adopt(e, patched)
+				e.row.Message = "the binding was scheduled again just before the trigger landed; moving the trigger"
+				return e.binding == nil, nil
+			}
 			e.binding = patched
 			e.row.Result = appsv1alpha1.RebalanceSuccessful
 			e.at, e.written = when, patched.Generation
 			e.row.Message = ""
 			r.settleObservation(e, check, false)
 			return true, nil
-		case apierrors.IsConflict(err):
-			// Something changed the binding since it was read; look again,
-			// the schedule time or the trigger may have moved.
+		case errors.Is(err, ErrTriggerChanged), apierrors.IsConflict(err):
+			// Someone changed the binding since it was read: look again.
 			fresh, getErr := r.API.Get(ctx, w.Namespace, e.row.Binding)
 			if getErr != nil {
 				return r.readFailed(ctx, e, "get", getErr)
+			}
+			if errors.Is(err, ErrTriggerChanged) && sameTrigger(fresh.Spec.RescheduleTriggeredAt, b.Spec.RescheduleTriggeredAt) {
+				// The trigger did not change, only its spelling differs from
+				// how it reads back (written by hand, say): guard the next
+				// write with the resource version instead.
+				e.byVersion = true
 			}
 			r.adopt(e, fresh)
 			if e.binding == nil {
@@ -431,6 +460,22 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 		e.row.Message = fmt.Sprintf("triggering %s failed, retrying: %v", BindingRef(w), err)
 		return false, nil
 	})
+}
+
+// scheduledInOrAfter reports whether b was last scheduled at or after the
+// second of at.
+func scheduledInOrAfter(b *Binding, at metav1.Time) bool {
+	last := b.Status.LastScheduledTime
+	return last != nil && !truncate(last.Time).Before(truncate(at.Time))
+}
+
+// sameTrigger reports whether two optional trigger times are equal at the
+// API server's precision.
+func sameTrigger(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return truncate(a.Time).Equal(truncate(b.Time))
 }
 
 // laterIfNeeded returns the trigger time to use on b, given the run's time

@@ -207,18 +207,14 @@ func TestRunAnsweredTriggerInTheSameSecondIsRenewed(t *testing.T) {
 	assert.Equal(t, 1, f.api.count("patch"))
 }
 
-func TestRunConflictRereadsAndWritesOnce(t *testing.T) {
+func TestRunStatusChurnCostsNoRetry(t *testing.T) {
 	f := newRunnerFixture(Options{Wait: true})
 	f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
 	f.api.scheduler = reschedulingTo(backInMember...)
-	conflicts := 2
 	f.api.beforePatch = func(api *fakeAPI, k bindingKey) {
-		if conflicts == 0 {
-			return
-		}
-		conflicts--
-		// A status update by a controller moves the resource version.
+		// A controller updates the status between the read and the write.
 		b := *api.bindings[k]
+		b.Status.AggregatedStatus = []workv1alpha2.AggregatedStatusItem{{ClusterName: "member2", Applied: true}}
 		api.changeLocked(&b, "MODIFIED")
 	}
 
@@ -226,9 +222,62 @@ func TestRunConflictRereadsAndWritesOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[0].Result)
 	assert.Equal(t, OutcomeScheduled, result.Rows[0].Observation.Outcome)
-	assert.Equal(t, 3, f.api.count("patch"))
-	assert.Equal(t, 1+2, f.api.count("get"), "one read, and one more per conflict")
-	assert.Equal(t, 1, result.Written)
+	assert.Equal(t, 1, f.api.count("patch"), "the write tests the trigger only")
+	assert.Equal(t, 1, f.api.count("get"))
+}
+
+func TestRunTriggerChangedMeanwhile(t *testing.T) {
+	tests := []struct {
+		name        string
+		theirs      time.Time
+		wantAt      time.Time
+		wantPatches int
+		wantWritten int
+	}{
+		{name: "a later trigger is kept", theirs: serverNow.Add(time.Second), wantAt: serverNow.Add(time.Second), wantPatches: 1},
+		{name: "an older trigger is replaced", theirs: serverNow.Add(-time.Minute), wantAt: serverNow, wantPatches: 2, wantWritten: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRunnerFixture(Options{Wait: false})
+			f.api.add(scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...))
+			once := true
+			f.api.beforePatch = func(api *fakeAPI, k bindingKey) {
+				if once {
+					once = false
+					b := *api.bindings[k]
+					b.Spec.RescheduleTriggeredAt = ptr.To(metav1.NewTime(tt.theirs))
+					b.Generation++
+					api.changeLocked(&b, "MODIFIED")
+				}
+			}
+
+			result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+			require.NoError(t, err)
+			row := result.Rows[0]
+			assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
+			assert.True(t, tt.wantAt.Equal(row.TriggeredAt.Time), "triggered at %s", row.TriggeredAt)
+			assert.True(t, tt.wantAt.Equal(f.api.binding("shop", "web-deployment").Spec.RescheduleTriggeredAt.Time))
+			assert.Equal(t, tt.wantPatches, f.api.count("patch"))
+			assert.Equal(t, 2, f.api.count("get"), "one read, and one after the failed test")
+			assert.Equal(t, tt.wantWritten, result.Written)
+		})
+	}
+}
+
+func TestRunOddlySpelledTriggerFallsBackToTheResourceVersion(t *testing.T) {
+	f := newRunnerFixture(Options{Wait: false})
+	b := scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...)
+	b.Spec.RescheduleTriggeredAt = ptr.To(metav1.NewTime(serverNow.Add(-time.Hour)))
+	f.api.add(b)
+	f.api.oddlySpelledTrigger = true
+
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[0].Result)
+	assert.True(t, serverNow.Equal(f.api.binding("shop", "web-deployment").Spec.RescheduleTriggeredAt.Time))
+	assert.Equal(t, 2, f.api.count("patch"))
+	assert.Equal(t, 2, f.api.count("get"))
 }
 
 func TestRunConflictWithANewerScheduleMovesTheTrigger(t *testing.T) {
@@ -253,6 +302,8 @@ func TestRunConflictWithANewerScheduleMovesTheTrigger(t *testing.T) {
 	assert.True(t, serverNow.Add(time.Second).Equal(row.TriggeredAt.Time), "triggered at %s", row.TriggeredAt)
 	assert.Equal(t, OutcomeScheduled, row.Observation.Outcome)
 	assert.True(t, serverNow.Add(time.Second).Equal(f.api.binding("shop", "web-deployment").Spec.RescheduleTriggeredAt.Time))
+	assert.Equal(t, 2, f.api.count("patch"), "the first trigger landed behind a schedule in its second and was moved")
+	assert.Equal(t, 1, result.Written)
 }
 
 func TestRunRefusesABindingOfAnotherWorkload(t *testing.T) {

@@ -3,10 +3,15 @@ package rebalance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
+	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,15 +109,37 @@ func (s Scope) contains(k bindingKey) bool {
 	return s.Name == "" || s.Name == k.name
 }
 
+// TriggerWrite is one conditional write of spec.rescheduleTriggeredAt.
+type TriggerWrite struct {
+	// Namespace ("" when cluster-scoped) and Name locate the binding.
+	Namespace, Name string
+	// At is the trigger time to write.
+	At metav1.Time
+	// Expected is the trigger the binding held when read (nil: none). The
+	// write applies only while the binding still holds it, so a trigger
+	// written meanwhile by someone else is never replaced by an older one.
+	Expected *metav1.Time
+	// ResourceVersion, when set, makes the write conditional on the whole
+	// binding being unchanged instead. It is the fallback for a trigger
+	// stored in a form that cannot be compared as text.
+	ResourceVersion string
+	// DryRun asks the server to check the write without persisting it.
+	DryRun bool
+}
+
+// ErrTriggerChanged says that a TriggerWrite did not apply because the
+// binding no longer holds the expected trigger.
+var ErrTriggerChanged = errors.New("the binding's spec.rescheduleTriggeredAt changed since it was read")
+
 // BindingAPI is the slice of the Karmada API a rebalance uses. Every method
 // is one request, so counting calls counts API requests.
 type BindingAPI interface {
 	// Get reads the binding namespace/name ("" namespace: cluster-scoped).
 	Get(ctx context.Context, namespace, name string) (*Binding, error)
-	// PatchTrigger sets spec.rescheduleTriggeredAt to at, on the condition that
-	// the binding still has resourceVersion; dryRun asks the server to check
-	// the write without persisting it.
-	PatchTrigger(ctx context.Context, namespace, name, resourceVersion string, at metav1.Time, dryRun bool) (*Binding, error)
+	// PatchTrigger performs w and returns the binding as written. It fails
+	// with ErrTriggerChanged when w.Expected no longer holds, and with a
+	// Conflict when w.ResourceVersion is stale.
+	PatchTrigger(ctx context.Context, w TriggerWrite) (*Binding, error)
 	// CurrentResourceVersion returns a resource version from which a watch of
 	// scope sees every later change, at the cost of listing at most one binding.
 	CurrentResourceVersion(ctx context.Context, scope Scope) (string, error)
@@ -144,27 +171,44 @@ func (c *clientsetAPI) Get(ctx context.Context, namespace, name string) (*Bindin
 	return fromResourceBinding(rb), nil
 }
 
-func (c *clientsetAPI) PatchTrigger(ctx context.Context, namespace, name, resourceVersion string, at metav1.Time, dryRun bool) (*Binding, error) {
-	patch, err := TriggerPatch(resourceVersion, at)
+func (c *clientsetAPI) PatchTrigger(ctx context.Context, w TriggerWrite) (*Binding, error) {
+	patchType, patch, err := TriggerPatch(w)
 	if err != nil {
 		return nil, err
 	}
 	opts := metav1.PatchOptions{}
-	if dryRun {
+	if w.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	if namespace == "" {
-		crb, err := c.client.WorkV1alpha2().ClusterResourceBindings().Patch(ctx, name, types.MergePatchType, patch, opts)
-		if err != nil {
-			return nil, err
+	var b *Binding
+	if w.Namespace == "" {
+		crb, patchErr := c.client.WorkV1alpha2().ClusterResourceBindings().Patch(ctx, w.Name, patchType, patch, opts)
+		if patchErr == nil {
+			b = fromClusterResourceBinding(crb)
 		}
-		return fromClusterResourceBinding(crb), nil
+		err = patchErr
+	} else {
+		rb, patchErr := c.client.WorkV1alpha2().ResourceBindings(w.Namespace).Patch(ctx, w.Name, patchType, patch, opts)
+		if patchErr == nil {
+			b = fromResourceBinding(rb)
+		}
+		err = patchErr
 	}
-	rb, err := c.client.WorkV1alpha2().ResourceBindings(namespace).Patch(ctx, name, types.MergePatchType, patch, opts)
-	if err != nil {
-		return nil, err
+	if isFailedTest(err) {
+		return nil, fmt.Errorf("%w: %v", ErrTriggerChanged, err)
 	}
-	return fromResourceBinding(rb), nil
+	return b, err
+}
+
+// isFailedTest recognises the API server's answer to a JSON patch whose
+// test operation failed: 422 with the patch library's wording.
+func isFailedTest(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	return s.Code == http.StatusUnprocessableEntity && strings.Contains(s.Message, "testing value")
 }
 
 func (c *clientsetAPI) CurrentResourceVersion(ctx context.Context, scope Scope) (string, error) {
@@ -203,19 +247,48 @@ func (s Scope) listOptions() metav1.ListOptions {
 	return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", s.Name).String()}
 }
 
-// TriggerPatch returns the JSON merge patch that sets
-// spec.rescheduleTriggeredAt to at. Carrying resourceVersion turns it into a
-// conditional write: the API server answers Conflict when the binding changed
-// since it was read, so a newer trigger or a schedule that happened in between
-// is never overwritten blindly.
-func TriggerPatch(resourceVersion string, at metav1.Time) ([]byte, error) {
-	patch := map[string]any{
-		"metadata": map[string]any{"resourceVersion": resourceVersion},
-		"spec":     map[string]any{"rescheduleTriggeredAt": at.UTC().Format("2006-01-02T15:04:05Z")},
+// triggerPath is where the trigger lives, as a JSON pointer.
+const triggerPath = "/spec/rescheduleTriggeredAt"
+
+// TriggerPatch returns the patch that performs w.
+//
+// By default it is a JSON patch that first tests that the binding still
+// holds w.Expected (a null value matches a binding without a trigger) and
+// then sets the trigger. Only a change of the trigger makes it fail; the
+// status updates Karmada's controllers keep making do not, so a busy
+// binding costs no extra round trips.
+//
+// With w.ResourceVersion set it is a JSON merge patch carrying that
+// resourceVersion, which the API server answers with Conflict when
+// anything in the binding changed.
+func TriggerPatch(w TriggerWrite) (types.PatchType, []byte, error) {
+	at := formatTrigger(w.At)
+	if w.ResourceVersion != "" {
+		data, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": w.ResourceVersion},
+			"spec":     map[string]any{"rescheduleTriggeredAt": at},
+		})
+		if err != nil {
+			return "", nil, fmt.Errorf("encoding the trigger patch: %w", err)
+		}
+		return types.MergePatchType, data, nil
 	}
-	data, err := json.Marshal(patch)
+	var expected any
+	if w.Expected != nil {
+		expected = formatTrigger(*w.Expected)
+	}
+	data, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": triggerPath, "value": expected},
+		{"op": "add", "path": triggerPath, "value": at},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the trigger patch: %w", err)
+		return "", nil, fmt.Errorf("encoding the trigger patch: %w", err)
 	}
-	return data, nil
+	return types.JSONPatchType, data, nil
+}
+
+// formatTrigger writes a time as Go clients store metav1.Time: RFC 3339,
+// UTC, whole seconds.
+func formatTrigger(t metav1.Time) string {
+	return t.UTC().Format(time.RFC3339)
 }

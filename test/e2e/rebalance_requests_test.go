@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+// TestRebalanceRequestCount counts, through a proxy, the API requests of a
+// batch: one binding read and one write per workload, and a fixed number of
+// lists and watches however many workloads there are.
+func TestRebalanceRequestCount(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := e2eContext(t), clients(t, cp)
+	const ns, size = "rb-requests", 12
+	createNamespace(ctx, t, c, ns)
+	names := make([]string, 0, size)
+	for i := range size {
+		name := fmt.Sprintf("app%02d", i)
+		names = append(names, name)
+		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, fixtures.Deployment(ns, name, 1), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,
+		fixtures.DynamicWeightPolicy(ns, "apps", "apps/v1", "Deployment", names, []string{"member1", "member2"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, name := range names {
+		waitScheduled(ctx, t, c, ns, name+"-deployment")
+	}
+
+	proxy, err := cp.StartCountingProxy()
+	require.NoError(t, err)
+	t.Cleanup(proxy.Close)
+	cache := t.TempDir()
+	run := func(args ...string) map[string]int {
+		t.Helper()
+		before := proxy.Counter.Counts()
+		res := rebalanceCmd(t, cp, append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", cache}, args...)...)
+		require.Equal(t, cmd.ExitOK, res.code)
+		after := proxy.Counter.Counts()
+		spent := maps.Clone(after)
+		for verb, n := range before {
+			spent[verb] -= n
+			if spent[verb] == 0 {
+				delete(spent, verb)
+			}
+		}
+		t.Logf("requests: %s", harness.FormatCounts(spent))
+		return spent
+	}
+
+	// The first run fills the discovery cache, as any kubectl command does.
+	run("deploy/app00", "-n", ns)
+
+	// By name: no template is read, only bindings.
+	byName := run(append([]string{"deployments", "-n", ns}, names...)...)
+	assert.Equal(t, map[string]int{"GET": size, "PATCH": size, "LIST": 1, "WATCH": 1}, byName)
+
+	// By selection: one list of the templates on top.
+	all := run("deployments", "--all", "-n", ns)
+	assert.Equal(t, map[string]int{"GET": size, "PATCH": size, "LIST": 2, "WATCH": 1}, all)
+
+	// Without waiting: reads and writes only.
+	noWait := run("deployments", "--all", "-n", ns, "--wait=false")
+	assert.Equal(t, map[string]int{"GET": size, "PATCH": size, "LIST": 1}, noWait)
+
+	// A client dry run only reads.
+	dry := run("deployments", "--all", "-n", ns, "--dry-run=client")
+	assert.Equal(t, map[string]int{"GET": size, "LIST": 1}, dry)
+}
