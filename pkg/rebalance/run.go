@@ -57,6 +57,15 @@ type Options struct {
 	// Explain, when set, is asked why a workload has no binding; the answer
 	// (say, that the template does not exist) is added to the row's message.
 	Explain func(ctx context.Context, t Target) string
+	// TriggerAt, when set, is the trigger time of the run, used as is: a
+	// recorded WorkloadRebalancer triggers at its creationTimestamp, as the
+	// controller does. It is never moved past a later schedule; a binding
+	// scheduled in or after that second is reported Ignored
+	// (TriggerNotAfterLastSchedule).
+	TriggerAt *metav1.Time
+	// Triggered, when set, is called once every trigger is written and before
+	// the wait for the scheduler starts, with the rows as they stand then.
+	Triggered func(*Result)
 }
 
 // Progress reports how far a phase of Run got.
@@ -199,6 +208,10 @@ func (r *Runner) Run(ctx context.Context, targets []Target) (*Result, error) {
 		}
 	}
 
+	if r.Triggered != nil {
+		r.Triggered(r.finish(&Result{TriggerTime: at, FinishTime: result.FinishTime, Written: result.Written}, entries))
+	}
+
 	if r.Wait && r.DryRun == DryRunNone {
 		if err := r.waitForScheduler(ctx, entries, watches); err != nil {
 			return r.finish(result, entries), err
@@ -328,6 +341,9 @@ func (r *Runner) adopt(e *entry, b *Binding) {
 // the latest such schedule, waited for up to MaxClockWait. A client dry run
 // does not wait; it reports the time it would have waited for.
 func (r *Runner) triggerTime(ctx context.Context, entries []*entry) metav1.Time {
+	if r.TriggerAt != nil {
+		return *r.TriggerAt
+	}
 	now, ok := r.Clock.Now()
 	if !ok {
 		return metav1.Time{}
@@ -484,7 +500,7 @@ func sameTrigger(a, b *metav1.Time) bool {
 // server's clock to pass that schedule, within MaxClockWait.
 func (r *Runner) laterIfNeeded(ctx context.Context, b *Binding, at metav1.Time) (metav1.Time, Observation) {
 	check := PreTriggerCheck(b.Labels, b.Spec, b.Status, at)
-	if check.Reason != ReasonTriggerNotAfterLastSchedule {
+	if check.Reason != ReasonTriggerNotAfterLastSchedule || r.TriggerAt != nil {
 		return at, check
 	}
 	last := b.Status.LastScheduledTime.Time
