@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -128,7 +127,8 @@ type TriggerWrite struct {
 }
 
 // ErrTriggerChanged says that a TriggerWrite did not apply because the
-// binding no longer holds the expected trigger.
+// binding no longer holds the expected trigger, or holds it in a form that
+// does not compare equal as text.
 var ErrTriggerChanged = errors.New("the binding's spec.rescheduleTriggeredAt changed since it was read")
 
 // BindingAPI is the slice of the Karmada API a rebalance uses. Every method
@@ -200,15 +200,15 @@ func (c *clientsetAPI) PatchTrigger(ctx context.Context, w TriggerWrite) (*Bindi
 	return b, err
 }
 
-// isFailedTest recognises the API server's answer to a JSON patch whose
-// test operation failed: 422 with the patch library's wording.
+// isFailedTest recognises the API server's answer to a JSON patch that did
+// not apply. The server answers 422 with a generic message and leaves the
+// patch library's words out, so a failed test cannot be told apart from
+// other reasons by the answer alone. The caller re-reads the binding: a
+// changed trigger explains it; otherwise the resource-version guarded
+// write follows and brings any real problem to light.
 func isFailedTest(err error) bool {
 	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	s := status.Status()
-	return s.Code == http.StatusUnprocessableEntity && strings.Contains(s.Message, "testing value")
+	return errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity
 }
 
 func (c *clientsetAPI) CurrentResourceVersion(ctx context.Context, scope Scope) (string, error) {

@@ -166,3 +166,25 @@ func TestRebalanceDryRun(t *testing.T) {
 		})
 	}
 }
+
+// TestRebalanceHandWrittenTrigger starts from a trigger written by hand in
+// another time zone: whatever form the API server keeps it in, the command
+// replaces it once.
+func TestRebalanceHandWrittenTrigger(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := e2eContext(t), clients(t, cp)
+	const ns = "rb-handwritten"
+	createNamespace(ctx, t, c, ns)
+	deployWithPolicy(ctx, t, c, ns, "app", nil, []string{"member1", "member2"}, "app")
+	rbs := c.Karmada.WorkV1alpha2().ResourceBindings(ns)
+	_, err := rbs.Patch(ctx, "app-deployment", types.MergePatchType, []byte(`{"spec":{"rescheduleTriggeredAt":"2020-01-01T02:00:00+02:00"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	waitScheduled(ctx, t, c, ns, "app-deployment")
+
+	res := rebalanceCmd(t, cp, "deploy/app", "-n", ns, "-o", "wide")
+	require.Equal(t, cmd.ExitOK, res.code)
+	assert.Equal(t, []string{"Successful", "Scheduled"}, tableRow(t, res.stdout, "deployment.apps/app")[1:3])
+	after, err := rbs.Get(ctx, "app-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, after.Spec.RescheduleTriggeredAt.After(time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)))
+}
