@@ -247,3 +247,31 @@ func TestRebalancerKeepsTheManifestsNameAndTTL(t *testing.T) {
 	assert.Equal(t, "after-failover", rb.Name)
 	assert.Equal(t, ptr.To[int32](60), rb.Spec.TTLSecondsAfterFinished)
 }
+
+func TestProgressLine(t *testing.T) {
+	tests := []struct {
+		name     string
+		terminal bool
+		updates  []rebalance.Progress
+		want     string
+	}{
+		{name: "not a terminal", updates: []rebalance.Progress{{Phase: "waiting", Done: 1, Total: 2}}, want: ""},
+		{
+			name:     "terminal",
+			terminal: true,
+			updates:  []rebalance.Progress{{Phase: "reading", Done: 1, Total: 1}, {Phase: "waiting", Done: 2, Total: 2}},
+			want:     "\r\033[Kreading: 1/1 workload\r\033[Kwaiting: 2/2 workloads\r\033[K",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			p := &progressLine{w: &out, enabled: tt.terminal}
+			for _, u := range tt.updates {
+				p.Update(u)
+			}
+			p.Clear()
+			assert.Equal(t, tt.want, out.String())
+		})
+	}
+}
