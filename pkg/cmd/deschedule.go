@@ -387,34 +387,32 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	klog.SetSlogLogger(o.logger)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 
-	identity, err := o.identity()
+	host, err := os.Hostname()
 	if err != nil {
-		return withExitCode(ExitError, err)
+		return withExitCode(ExitError, fmt.Errorf("cannot read the host name: %w", err))
 	}
-	descheduler, kube, err := o.descheduler(identity)
+	descheduler, kube, err := o.descheduler(host)
 	if err != nil {
 		return withExitCode(ExitError, err)
 	}
 	if o.Interval <= 0 {
 		return o.runOnce(ctx, descheduler)
 	}
-	return o.runDaemon(ctx, descheduler, kube, identity)
+	return o.runDaemon(ctx, descheduler, kube, o.identity(host))
 }
 
-// identity names this process in events and in the Lease.
-func (o *DescheduleOptions) identity() (string, error) {
+// identity names this process in the Lease: the host name (the pod name
+// in a cluster) and a random suffix, unless --leader-elect-identity is set.
+func (o *DescheduleOptions) identity(host string) string {
 	if o.LeaderElectIdentity != "" {
-		return o.LeaderElectIdentity, nil
+		return o.LeaderElectIdentity
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("cannot read the host name for the leader election identity, pass --leader-elect-identity: %w", err)
-	}
-	return host + "_" + string(uuid.NewUUID()), nil
+	return host + "_" + string(uuid.NewUUID())
 }
 
-// descheduler wires the engine to the Karmada apiserver and the member clusters.
-func (o *DescheduleOptions) descheduler(identity string) (*deschedule.Descheduler, kubernetes.Interface, error) {
+// descheduler wires the engine to the Karmada apiserver and the member
+// clusters; host names this process in events.
+func (o *DescheduleOptions) descheduler(host string) (*deschedule.Descheduler, kubernetes.Interface, error) {
 	karmada, err := karmadaclient.NewForConfig(o.restConfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot build a Karmada client: %w", err)
@@ -428,7 +426,7 @@ func (o *DescheduleOptions) descheduler(identity string) (*deschedule.Deschedule
 		return nil, nil, err
 	}
 	events := deschedule.NewEventClient(kube, deschedule.EventComponent)
-	events.Host = identity
+	events.Host = host
 	opts := deschedule.Options{
 		Namespace:              o.Namespace,
 		WorkloadSelector:       o.LabelSelector,

@@ -574,6 +574,9 @@ func quietOutcome(rows []ClusterRow) (Outcome, string) {
 			return OutcomeUnchanged, fmt.Sprintf("cluster %s has more unschedulable pods than assigned replicas, which Karmada leaves alone", r.Cluster)
 		}
 	}
+	if allReady(rows) {
+		return OutcomeUnchanged, "every cluster has all its replicas ready"
+	}
 	return OutcomeUnchanged, "no replicas unschedulable past the threshold"
 }
 
