@@ -3,7 +3,7 @@ package deschedule
 import (
 	"context"
 	"fmt"
-		"regexp"
+	"regexp"
 	"testing"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
