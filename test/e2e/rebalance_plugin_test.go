@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -71,6 +72,21 @@ func TestRebalanceAsKubectlPlugin(t *testing.T) {
 		got, err := rebalancers.Get(ctx, name, metav1.GetOptions{})
 		return err == nil && len(got.Status.ObservedWorkloads) == 1 && got.Status.ObservedWorkloads[0].Result == appsv1alpha1.RebalanceSuccessful, err
 	}), "Karmada's controller processed the applied object")
+
+	// A manifest on stdin, and JSON out.
+	manifest := []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: rb-plugin
+`)
+	fromStdin := run(manifest, "rebalance", "-f", "-", "-o", "json", "--wait=false")
+	require.Equal(t, cmd.ExitOK, fromStdin.code)
+	var printed appsv1alpha1.WorkloadRebalancer
+	require.NoError(t, json.Unmarshal([]byte(fromStdin.stdout), &printed))
+	assert.Equal(t, []appsv1alpha1.ObjectReference{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}}, printed.Spec.Workloads)
+	require.Len(t, printed.Status.ObservedWorkloads, 1)
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, printed.Status.ObservedWorkloads[0].Result)
 
 	// Exit codes pass through kubectl.
 	missing := run(nil, "rebalance", "deploy/ghost", "-n", ns)
