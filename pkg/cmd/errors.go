@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,6 +85,8 @@ func (o *RebalanceOptions) kubeconfigError(err error) error {
 // template does not exist, or no policy has propagated it. It costs one GET,
 // paid only for workloads whose binding is missing.
 func (o *RebalanceOptions) explainMissingBinding(mapper meta.RESTMapper) func(context.Context, rebalance.Target) string {
+	// One client for all the workloads, made only if one needs it.
+	dynamicClient := sync.OnceValues(o.factory.DynamicClient)
 	return func(ctx context.Context, t rebalance.Target) string {
 		w := t.Workload
 		gv, err := schema.ParseGroupVersion(w.APIVersion)
@@ -94,7 +97,7 @@ func (o *RebalanceOptions) explainMissingBinding(mapper meta.RESTMapper) func(co
 		if err != nil {
 			return ""
 		}
-		client, err := o.factory.DynamicClient()
+		client, err := dynamicClient()
 		if err != nil {
 			return ""
 		}

@@ -184,10 +184,7 @@ func (r *Runner) Run(ctx context.Context, targets []Target) (*Result, error) {
 	// write, or it could miss the scheduler's answer to that write.
 	var watches map[Scope]string
 	if r.Wait && r.DryRun == DryRunNone {
-		var err error
-		if watches, err = r.startingPoints(ctx, entries); err != nil {
-			return r.finish(result, entries), err
-		}
+		watches = r.startingPoints(ctx, entries)
 	}
 
 	err := r.forEach(ctx, PhaseTriggering, entries, func(ctx context.Context, e *entry) error {

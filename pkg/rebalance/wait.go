@@ -74,7 +74,7 @@ func onlyName(names []string) string {
 // startingPoints takes, for each watch the wait will need, a resource
 // version from before the writes. A scope that cannot be listed (say, for
 // lack of permission) is polled instead, marked by an empty version.
-func (r *Runner) startingPoints(ctx context.Context, entries []*entry) (map[Scope]string, error) {
+func (r *Runner) startingPoints(ctx context.Context, entries []*entry) map[Scope]string {
 	var bindings []*Binding
 	for _, e := range entries {
 		if e.binding != nil {
@@ -85,11 +85,11 @@ func (r *Runner) startingPoints(ctx context.Context, entries []*entry) (map[Scop
 	for _, scope := range PlanScopes(bindings) {
 		rv, err := r.API.CurrentResourceVersion(ctx, scope)
 		if err != nil && ctx.Err() != nil {
-			return points, nil
+			return points
 		}
 		points[scope] = rv
 	}
-	return points, nil
+	return points
 }
 
 // update is one change of a binding seen while waiting.
