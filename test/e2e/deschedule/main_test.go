@@ -19,11 +19,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunTests(m, harness.Options{
+	code := harness.RunTests(m, harness.Options{
 		Members:    3,
 		NodeCPU:    "100",
 		NodeMemory: "1Ti",
 		NodePods:   "60",
 		Progress:   os.Stderr,
-	}))
+	})
+	removeBinary()
+	os.Exit(code)
 }

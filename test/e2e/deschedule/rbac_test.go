@@ -1,0 +1,217 @@
+package deschedule
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+)
+
+// The daemon's identity in the Karmada apiserver, from deploy/karmada/rbac.yaml.
+const (
+	daemonUser = "system:serviceaccount:karmada-system:kubectl-rebalance-deschedule"
+	tokenName  = "kubectl-rebalance-deschedule-token"
+)
+
+// daemonGroups are the groups a ServiceAccount token authenticates with.
+var daemonGroups = []string{"system:serviceaccounts", "system:serviceaccounts:karmada-system", "system:authenticated"}
+
+// manifestResources maps the kinds of deploy/ to their resources.
+var manifestResources = map[string]schema.GroupVersionResource{
+	"ServiceAccount":     {Version: "v1", Resource: "serviceaccounts"},
+	"Secret":             {Version: "v1", Resource: "secrets"},
+	"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+	"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+}
+
+// applyManifest creates the objects of a file under deploy/ with config.
+func applyManifest(t *testing.T, config *rest.Config, path string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", path))
+	require.NoError(t, err)
+	client, err := dynamic.NewForConfig(config)
+	require.NoError(t, err)
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return
+		} else {
+			require.NoError(t, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		gvr, ok := manifestResources[obj.GetKind()]
+		require.True(t, ok, "%s holds a %s, which this test cannot apply", path, obj.GetKind())
+		_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Create(context.Background(), obj, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+}
+
+// asDaemon impersonates the daemon's ServiceAccount.
+func asDaemon(config *rest.Config) *rest.Config {
+	c := rest.CopyConfig(config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: daemonUser, Groups: daemonGroups}
+	return c
+}
+
+// TestDescheduleRBAC applies deploy/ to the real apiservers and proves, as
+// the daemon's ServiceAccount, that its permissions are enough for a pass,
+// events and leader election, and for nothing else. Karmada's cluster proxy
+// forwards member requests impersonating the caller, so members enforce
+// their own RBAC on that identity: without deploy/members/rbac.yaml the pass
+// cannot count pods.
+func TestDescheduleRBAC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "rbac")
+	e.stuck("member1", 2, "web")
+	applyManifest(t, e.cp.Karmada, "deploy/karmada/rbac.yaml")
+	as := []string{"--as", daemonUser}
+	for _, g := range daemonGroups {
+		as = append(as, "--as-group", g)
+	}
+
+	// Karmada lets the request through; member1 refuses the identity.
+	code, report := e.runJSON(append(as, "--unschedulable-threshold=0s")...)
+	assert.Equal(t, cmd.ExitFailed, code)
+	require.Len(t, report.ClusterErrors, 1)
+	assert.Equal(t, "member1", report.ClusterErrors[0].Cluster)
+	assert.Contains(t, report.ClusterErrors[0].Error, "cannot list deployments in namespace rbac of member cluster member1")
+	assert.Contains(t, report.ClusterErrors[0].Error, `User "`+daemonUser+`" cannot list resource "deployments"`)
+	assert.Equal(t, deschedule.OutcomeBlocked, bindingOf(t, report, "web").Outcome)
+
+	for _, m := range e.cp.Members {
+		applyManifest(t, m.Config, "deploy/members/rbac.yaml")
+	}
+	code, report = e.runJSON(append(as, "--unschedulable-threshold=0s")...)
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, deschedule.OutcomeDescheduled, bindingOf(t, report, "web").Outcome)
+	e.assertEvents("web", "Binding has been descheduled, 2 replica(s) in cluster(member1), 2 total descheduled replica(s)")
+	// The selector lists Deployments' metadata in Karmada.
+	code, _ = e.runJSON(append(as, "--dry-run=client", "-l", "app=web")...)
+	require.Equal(t, cmd.ExitOK, code)
+
+	// Leader election: the daemon takes its Lease in karmada-system.
+	ctx, stop := context.WithCancel(e.ctx)
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := e.runContext(ctx, append(as, "-n", e.ns, "--dry-run=client", "--interval=1h", "--leader-elect", "--leader-elect-identity=rbac-test")...)
+		done <- code
+	}()
+	e.eventually("the ServiceAccount holding the lease", func() (bool, string) {
+		h := e.holder(deschedule.DefaultLeaseNamespace, deschedule.DefaultLeaseName)
+		return h == "rbac-test", "holder " + h
+	})
+	stop()
+	select {
+	case code := <-done:
+		assert.Equal(t, cmd.ExitOK, code)
+	case <-time.After(time.Minute):
+		t.Fatal("the daemon did not stop")
+	}
+
+	// And nothing else.
+	daemon := asDaemon(e.cp.Karmada)
+	karmada, err := karmadaclient.NewForConfig(daemon)
+	require.NoError(t, err)
+	kube, err := kubernetes.NewForConfig(daemon)
+	require.NoError(t, err)
+	member1, err := kubernetes.NewForConfig(deschedule.ClusterProxyConfig(daemon, "member1"))
+	require.NoError(t, err)
+	bindings := karmada.WorkV1alpha2().ResourceBindings(e.ns)
+	forbidden := map[string]error{}
+	forbid := func(what string, err error) { forbidden[what] = err }
+	forbid("delete a binding", bindings.Delete(e.ctx, "web-deployment", metav1.DeleteOptions{}))
+	_, err = bindings.Patch(e.ctx, "web-deployment", types.MergePatchType, []byte(`{"spec":{"replicas":9}}`), metav1.PatchOptions{})
+	forbid("patch a binding", err)
+	_, err = bindings.Create(e.ctx, &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbid("create a binding", err)
+	_, err = karmada.WorkV1alpha2().ClusterResourceBindings().List(e.ctx, metav1.ListOptions{})
+	forbid("list clusterresourcebindings", err)
+	_, err = karmada.ClusterV1alpha1().Clusters().Get(e.ctx, "member1", metav1.GetOptions{})
+	forbid("get a cluster", err)
+	_, err = karmada.PolicyV1alpha1().PropagationPolicies(e.ns).List(e.ctx, metav1.ListOptions{})
+	forbid("list propagation policies", err)
+	_, err = kube.CoreV1().Secrets("karmada-cluster").Get(e.ctx, "member1", metav1.GetOptions{})
+	forbid("read the member credentials", err)
+	_, err = kube.CoreV1().Secrets("").List(e.ctx, metav1.ListOptions{})
+	forbid("list secrets", err)
+	_, err = kube.AppsV1().Deployments(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+	forbid("get a template", err)
+	err = kube.AppsV1().Deployments(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{})
+	forbid("delete a template", err)
+	_, err = kube.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+	forbid("list events", err)
+	_, err = kube.CoordinationV1().Leases("kube-system").Create(e.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	forbid("create a lease elsewhere", err)
+	_, err = kube.CoordinationV1().Leases("karmada-system").Get(e.ctx, "karmada-scheduler", metav1.GetOptions{})
+	forbid("read another lease", err)
+	_, err = member1.CoreV1().Secrets("kube-system").List(e.ctx, metav1.ListOptions{})
+	forbid("list member secrets", err)
+	err = member1.CoreV1().Pods(e.ns).DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	forbid("delete member pods", err)
+	_, err = member1.AppsV1().Deployments(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+	forbid("get a member deployment", err)
+	for what, err := range forbidden {
+		assert.True(t, apierrors.IsForbidden(err), "%s: want Forbidden, got %v", what, err)
+	}
+	// What a pass does, checked the same way.
+	_, err = bindings.List(e.ctx, metav1.ListOptions{})
+	assert.NoError(t, err)
+	_, err = member1.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	assert.NoError(t, err)
+
+	// The token the in-cluster Deployment mounts authenticates as the same
+	// identity (Karmada's kube-controller-manager fills the Secret in).
+	var token []byte
+	e.eventually("the ServiceAccount token", func() (bool, string) {
+		s, err := e.c.Kube.CoreV1().Secrets("karmada-system").Get(e.ctx, tokenName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		token = s.Data[corev1.ServiceAccountTokenKey]
+		return len(token) > 0, "no token yet"
+	})
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["karmada"] = &clientcmdapi.Cluster{Server: e.cp.Karmada.Host, CertificateAuthorityData: e.cp.Karmada.CAData}
+	kubeconfig.AuthInfos["deschedule"] = &clientcmdapi.AuthInfo{Token: string(token)}
+	kubeconfig.Contexts["karmada-apiserver"] = &clientcmdapi.Context{Cluster: "karmada", AuthInfo: "deschedule", Namespace: e.ns}
+	kubeconfig.CurrentContext = "karmada-apiserver"
+	path := filepath.Join(t.TempDir(), "karmada.config")
+	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, path))
+	code, report = e.runJSON("--kubeconfig", path, "--dry-run=client", "--unschedulable-threshold=0s")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Empty(t, report.ClusterErrors)
+}

@@ -1,0 +1,241 @@
+package deschedule
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+// stuck creates Deployments of replicas pods each, placed in member by one
+// policy, whose pods all stay Unschedulable there.
+func (e *env) stuck(member string, replicas int32, names ...string) {
+	e.t.Helper()
+	for _, name := range names {
+		e.createDeployment(e.workload(name, replicas))
+	}
+	e.createPolicy("stuck", aggregated(member), names...)
+	for _, name := range names {
+		e.waitPlacement(name, "{"+member+":"+itoa(replicas)+"}")
+		e.waitPods(member, name, podCounts{unschedulable: int(replicas), total: int(replicas)})
+		e.waitReady(name, member, nil)
+	}
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// resourceVersions reads the resourceVersion of the bindings of names.
+func (e *env) resourceVersions(names ...string) map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	for _, name := range names {
+		out[name] = e.binding(name).ResourceVersion
+	}
+	return out
+}
+
+// TestDescheduleLimits caps the replicas a pass moves, per pass and per
+// cluster; what is cut is reported as limited and not written.
+func TestDescheduleLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "limits")
+	e.stuck("member3", 2, "a", "b", "c")
+	before := e.resourceVersions("a", "b", "c")
+
+	outcomes := func(r *deschedule.PassReport) map[string]string {
+		out := map[string]string{}
+		for _, b := range r.Bindings {
+			out[b.Name] = string(b.Outcome) + "/" + itoa(b.EvictedReplicas)
+		}
+		return out
+	}
+
+	code, report := e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--max-replicas-per-pass", "3")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, map[string]string{"a-deployment": "dry-run/2", "b-deployment": "dry-run/1", "c-deployment": "limited/0"}, outcomes(report))
+	assert.Equal(t, deschedule.ActionLimited, bindingOf(t, report, "b").Clusters[0].Action)
+	assert.Equal(t, int32(1), bindingOf(t, report, "b").Clusters[0].New)
+	assert.Equal(t, int32(3), report.Summary.EvictedReplicas)
+	assert.Equal(t, 1, report.Summary.Limited)
+
+	code, report = e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--max-replicas-per-cluster", "1")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, map[string]string{"a-deployment": "dry-run/1", "b-deployment": "limited/0", "c-deployment": "limited/0"}, outcomes(report))
+	assert.Equal(t, before, e.resourceVersions("a", "b", "c"), "a client dry run writes nothing")
+
+	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "0s", "--max-replicas-per-pass", "1")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Regexp(t, `a-deployment\s+member3\s+2\s+<unknown>\s+2\s+1\s+limited`, stdout)
+	assert.Regexp(t, `b-deployment\s+member3\s+2\s+<unknown>\s+2\s+2\s+limited`, stdout)
+	assert.Contains(t, stderr, "descheduled 1 binding(s) moving 1 replica(s), 2 held back by limits")
+	e.assertEvents("a", "Binding has been descheduled, 1 replica(s) in cluster(member3), 1 total descheduled replica(s)")
+	assert.Empty(t, e.events("ResourceBinding", "b-deployment"))
+	assert.Empty(t, e.events("ResourceBinding", "c-deployment"))
+	assert.Equal(t, before["b"], e.binding("b").ResourceVersion)
+}
+
+// TestDescheduleDryRunAndCounting runs the same pass three ways through a
+// proxy that counts requests: a client dry run only reads, a server dry run
+// sends the update and nothing is persisted, and reading members through
+// kubeconfig contexts sees what the Karmada proxy sees. Member clusters
+// are listed with three LIST calls each, whatever the number of bindings.
+func TestDescheduleDryRunAndCounting(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "dryrun")
+	e.stuck("member2", 2, "web", "api")
+	before := e.resourceVersions("web", "api")
+
+	proxy, err := e.cp.StartCountingProxy()
+	require.NoError(t, err)
+	t.Cleanup(proxy.Close)
+	pass := func(dryRun string) (map[string]int, *deschedule.PassReport) {
+		t.Helper()
+		start := proxy.Counter.Counts()
+		code, report := e.runJSON("--kubeconfig", proxy.Kubeconfig, "--unschedulable-threshold", "0s", "--dry-run="+dryRun)
+		require.Equal(t, cmd.ExitOK, code)
+		counts := proxy.Counter.Counts()
+		for verb, n := range start {
+			counts[verb] -= n
+		}
+		t.Logf("--dry-run=%s: %s", dryRun, harness.FormatCounts(counts))
+		return counts, report
+	}
+
+	counts, report := pass("client")
+	// One LIST of bindings, then deployments, replicasets and pods of
+	// member2: LISTs too, which the counter sees as GETs of clusters/proxy.
+	assert.Equal(t, map[string]int{"LIST": 1, "GET": 3}, counts)
+	assert.Equal(t, deschedule.DryRunClient, report.DryRun)
+	assert.Equal(t, 2, report.Summary.Descheduled)
+	assert.Equal(t, deschedule.OutcomeDryRun, bindingOf(t, report, "web").Outcome)
+	assert.Equal(t, int32(0), bindingOf(t, report, "web").Clusters[0].New)
+
+	counts, report = pass("server")
+	assert.Equal(t, map[string]int{"LIST": 1, "GET": 3, "PUT": 2}, counts, "the updates reach the server, the events are not sent")
+	assert.Equal(t, deschedule.OutcomeDryRun, bindingOf(t, report, "api").Outcome)
+	assert.Equal(t, 2, report.Summary.Descheduled)
+	assert.Equal(t, before, e.resourceVersions("web", "api"), "a server dry run persists nothing")
+	assert.Empty(t, e.events("ResourceBinding", "web-deployment"))
+	assert.Empty(t, e.events("Deployment", "web"))
+
+	// The member contexts of the harness kubeconfig are named like the clusters.
+	code, viaContexts := e.runJSON("--estimator", "kubeconfig", "--unschedulable-threshold", "0s", "--dry-run=client")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, report.Bindings[0].Clusters, viaContexts.Bindings[0].Clusters)
+	assert.Equal(t, report.Bindings[1].Clusters, viaContexts.Bindings[1].Clusters)
+}
+
+// TestDescheduleScope checks what a pass leaves out, and says why: bindings
+// that are not candidates are listed as skipped with their reason; -l
+// selects by the Deployment's labels; excluded namespaces are never read.
+func TestDescheduleScope(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "scope")
+	e.stuck("member1", 1, "web", "deleting", "suspended")
+
+	// Not scheduled: no cluster matches the policy.
+	e.createDeployment(e.workload("unplaced", 1))
+	e.createPolicy("unplaced", aggregated("nowhere"), "unplaced")
+	// Static weights are not dynamic: the original leaves them alone too.
+	e.createDeployment(e.workload("static", 1))
+	static := aggregated("member1")
+	static.ReplicaScheduling.ReplicaDivisionPreference = policyv1alpha1.ReplicaDivisionPreferenceWeighted
+	static.ReplicaScheduling.WeightPreference = &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
+		{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}, Weight: 1},
+	}}
+	e.createPolicy("static", static, "static")
+	// Not a Deployment.
+	_, err := e.c.Kube.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns).Create(e.ctx, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.eventually("bindings of the skipped workloads", func() (bool, string) {
+		list, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, rb := range list.Items {
+			names = append(names, rb.Name)
+		}
+		return len(list.Items) == 6, strings.Join(names, ",")
+	})
+	e.waitScheduled("static")
+
+	// Being deleted: a finalizer of the test holds the binding.
+	bindings := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns)
+	rb := e.binding("deleting")
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": append([]string{"deschedule-e2e/hold"}, rb.Finalizers...)}})
+	require.NoError(t, err)
+	_, err = bindings.Patch(e.ctx, rb.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = bindings.Patch(context.Background(), rb.Name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`), metav1.PatchOptions{})
+	})
+	require.NoError(t, bindings.Delete(e.ctx, rb.Name, metav1.DeleteOptions{}))
+	// Scheduling suspended on the binding, as a third-party system would.
+	rb = e.binding("suspended")
+	rb.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+	_, err = bindings.Update(e.ctx, rb, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	code, report := e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, 6, report.Summary.Listed)
+	require.Len(t, report.Bindings, 1)
+	assert.Equal(t, "web-deployment", report.Bindings[0].Name)
+	reasons := map[string]string{}
+	for _, s := range report.Skipped {
+		reasons[s.Name] = s.Reason
+	}
+	assert.Contains(t, reasons["deleting-deployment"], "binding is being deleted")
+	assert.Contains(t, reasons["suspended-deployment"], "scheduling is suspended")
+	assert.Contains(t, reasons["unplaced-deployment"], "not scheduled")
+	assert.Contains(t, reasons["static-deployment"], "only dynamic weights are descheduled")
+	assert.Contains(t, reasons["settings-configmap"], "resource is v1 ConfigMap, only apps/v1 Deployment is descheduled")
+
+	// The wide table shows the skipped bindings and why.
+	code, stdout, _ := e.run("-n", e.ns, "--unschedulable-threshold", "0s", "--dry-run=client", "-o", "wide")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Regexp(t, `web-deployment\s+member1\s+1\s+<unknown>\s+1\s+0\s+evict\s+dry-run\s+Binding has been descheduled`, stdout)
+	assert.Regexp(t, `suspended-deployment\s+<none>\s+<none>\s+<none>\s+<none>\s+<none>\s+skipped\s+skipped\s+scheduling is suspended`, stdout)
+
+	// -l selects by the Deployment's labels (fixtures label app=NAME).
+	code, report = e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "-l", "app in (web,static)")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, 2, report.Summary.Listed)
+	require.Len(t, report.Bindings, 1)
+	assert.Equal(t, "web-deployment", report.Bindings[0].Name)
+	require.Len(t, report.Skipped, 1)
+	assert.Equal(t, "static-deployment", report.Skipped[0].Name)
+
+	// All namespaces but this one: none of its bindings is even listed.
+	code, report = e.runJSON("-A", "--exclude-namespace", e.ns, "--dry-run=client", "-l", "app=web")
+	require.Equal(t, cmd.ExitOK, code)
+	for _, b := range report.Bindings {
+		assert.NotEqual(t, e.ns, b.Namespace)
+	}
+	for _, s := range report.Skipped {
+		assert.NotEqual(t, e.ns, s.Namespace)
+	}
+}
