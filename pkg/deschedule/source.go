@@ -2,6 +2,7 @@ package deschedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -30,8 +32,8 @@ type PodSource interface {
 // cluster. Clients are built on first use and reused for later passes.
 type ClientPodSource struct {
 	clientFor func(cluster string) (kubernetes.Interface, error)
-	// hint tells the user how to fix access errors for this kind of source.
-	hint string
+	// hint tells the user how to fix a listing error of this kind of source.
+	hint func(error) string
 	// PageSize bounds each LIST response; 0 lists in one response.
 	PageSize int64
 
@@ -70,7 +72,7 @@ func NewProxyPodSource(karmada *rest.Config) *ClientPodSource {
 	s := NewClientPodSource(func(cluster string) (kubernetes.Interface, error) {
 		return kubernetes.NewForConfig(ClusterProxyConfig(karmada, cluster))
 	})
-	s.hint = "grant clusters/proxy in Karmada or read members through kubeconfig contexts"
+	s.hint = proxyHint
 	return s
 }
 
@@ -96,7 +98,12 @@ func NewKubeconfigPodSource(raw clientcmdapi.Config, contextFor func(cluster str
 		}
 		return kubernetes.NewForConfig(cfg)
 	})
-	s.hint = "check the RBAC of the kubeconfig context of this cluster"
+	s.hint = func(err error) string {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return "grant the identity of this cluster's kubeconfig context list on deployments, replicasets and pods"
+		}
+		return "check the kubeconfig context of this cluster"
+	}
 	return s
 }
 
@@ -112,6 +119,19 @@ func (s *ClientPodSource) client(cluster string) (kubernetes.Interface, error) {
 	}
 	s.clients[cluster] = c
 	return c, nil
+}
+
+// proxyHint tells Karmada's refusals from the member's: the proxy forwards
+// member requests impersonating the caller, so both can say Forbidden.
+func proxyHint(err error) string {
+	var status apierrors.APIStatus
+	if apierrors.IsForbidden(err) && errors.As(err, &status) {
+		if d := status.Status().Details; d != nil && d.Group == "cluster.karmada.io" {
+			return "grant get on clusters/proxy in the Karmada apiserver, or read members through kubeconfig contexts with --estimator=kubeconfig"
+		}
+		return "the member cluster refused the identity Karmada forwards; grant it list on deployments, replicasets and pods there, see deploy/members/rbac.yaml"
+	}
+	return "check that the cluster is Ready in Karmada, or read members through kubeconfig contexts with --estimator=kubeconfig"
 }
 
 // activePodsSelector leaves out pods that will never run again; the original
@@ -164,8 +184,8 @@ func (s *ClientPodSource) listError(resource, cluster, namespace string, err err
 		where = "namespace " + namespace
 	}
 	msg := fmt.Sprintf("cannot list %s in %s of member cluster %s", resource, where, cluster)
-	if s.hint != "" {
-		msg += " (" + s.hint + ")"
+	if s.hint != nil {
+		msg += " (" + s.hint(err) + ")"
 	}
 	return fmt.Errorf("%s: %w", msg, err)
 }

@@ -3,13 +3,16 @@ package deschedule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -111,7 +114,15 @@ func TestClientPodSourceErrors(t *testing.T) {
 		return true, nil, errors.New("forbidden")
 	})
 	src = NewClientPodSource(func(string) (kubernetes.Interface, error) { return member, nil })
-	src.hint = "grant it"
+	src.hint = func(error) string { return "grant it" }
 	_, err = src.ListClusterObjects(context.Background(), "m1", []string{"default"})
 	assert.ErrorContains(t, err, "cannot list pods in namespace default of member cluster m1 (grant it): forbidden")
+}
+
+func TestProxyHint(t *testing.T) {
+	karmadaSide := apierrors.NewForbidden(schema.GroupResource{Group: "cluster.karmada.io", Resource: "clusters"}, "member1", errors.New("no"))
+	memberSide := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("no"))
+	assert.Contains(t, proxyHint(karmadaSide), "grant get on clusters/proxy in the Karmada apiserver")
+	assert.Contains(t, proxyHint(fmt.Errorf("wrapped: %w", memberSide)), "the member cluster refused the identity Karmada forwards")
+	assert.Contains(t, proxyHint(errors.New("connection refused")), "check that the cluster is Ready in Karmada")
 }
