@@ -45,6 +45,12 @@ type Options struct {
 	// Workers bounds the requests in flight; the client's QPS and burst
 	// limits apply on top. Zero means 16.
 	Workers int
+	// Settle is how long Run keeps following bindings after the scheduler
+	// answered every trigger. karmada-scheduler can run an explicit reschedule
+	// twice in a row when its cache has not yet seen the status of the first
+	// pass, and the second pass may place replicas differently; the placement
+	// reported is the last one seen within Settle. Zero does not linger.
+	Settle time.Duration
 	// MaxClockWait bounds how long Run waits for the API server's clock to
 	// pass a binding's lastScheduledTime. Zero means 10 seconds.
 	MaxClockWait time.Duration

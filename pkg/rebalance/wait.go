@@ -181,7 +181,36 @@ func (r *Runner) waitForScheduler(ctx context.Context, entries []*entry, starts 
 			mu.Unlock()
 		}
 	}
+	r.settle(ctx, waiting, updates)
 	return nil
+}
+
+// settle applies, for Settle, the further schedules of bindings whose
+// trigger was answered: a second pass of the scheduler replaces the
+// placement a first one reported.
+func (r *Runner) settle(ctx context.Context, answered map[bindingKey]*entry, updates <-chan update) {
+	if r.Settle <= 0 {
+		return
+	}
+	timer := time.NewTimer(r.Settle)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case u := <-updates:
+			e := answered[u.key]
+			if e == nil || u.deleted || e.row.Observation.Outcome != OutcomeScheduled {
+				continue
+			}
+			if obs := ClassifyOutcome(u.binding.Generation, u.binding.Spec, u.binding.Status, e.written, e.at); obs.Outcome == OutcomeScheduled {
+				e.binding = u.binding
+				e.row.After = u.binding.Spec.Clusters
+			}
+		}
+	}
 }
 
 // observe classifies what binding b shows about the trigger of e.
