@@ -190,7 +190,10 @@ func (s *ClientPodSource) listError(resource, cluster, namespace string, err err
 	return fmt.Errorf("%s: %w", msg, err)
 }
 
-// listAll pages through a LIST call and returns every item by value.
+// listAll pages through a LIST call and returns every item by value,
+// without its managedFields: a pass never reads them, and they are often the
+// largest part of an object. (An update without managedFields leaves the
+// stored ones alone.)
 func listAll[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions,
 	list func(context.Context, metav1.ListOptions) (runtime.Object, error)) ([]T, error) {
 	p := pager.New(list)
@@ -200,6 +203,9 @@ func listAll[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions
 		item, ok := any(obj).(*T)
 		if !ok {
 			return fmt.Errorf("unexpected list item %T", obj)
+		}
+		if m, ok := any(item).(metav1.Object); ok {
+			m.SetManagedFields(nil)
 		}
 		items = append(items, *item)
 		return nil
