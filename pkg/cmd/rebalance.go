@@ -54,13 +54,24 @@ var (
 		the kubeconfig's current context, or the one named by --karmada-context
 		(same as --context).
 
+		A run can be recorded as a real WorkloadRebalancer: --name, --ttl or
+		--server-side create one, and so does a single WorkloadRebalancer
+		manifest given with -f (an existing object of that name gets the
+		manifest's spec). Its workloads are triggered at its
+		creationTimestamp, as Karmada's controller does, and its status is
+		written with the controller's rules; with a ttl the command then waits
+		and deletes it ttl seconds after it finished. --server-side leaves the
+		triggers to Karmada's own controller and follows its status. List
+		records with 'kubectl rebalance get'.
+
 		Exit codes:
 
 		* 0: every workload was triggered and, when waiting, rescheduled.
 		* 1: bad usage or input, or the Karmada apiserver could not be used.
 		* 2: some workload failed: it has no binding, its binding belongs to
 		  another workload, the scheduler failed, or the scheduler ignores the trigger.
-		* 3: the timeout expired while some workload was still pending.`)
+		* 3: the timeout expired while some workload was still pending, or the
+		  wait for a recorded WorkloadRebalancer's ttl was interrupted.`)
 
 	rebalanceExample = templates.Examples(`
 		# Rebalance one Deployment after a member cluster came back
@@ -80,6 +91,15 @@ var (
 
 		# Trigger without waiting, and keep the equivalent WorkloadRebalancer
 		kubectl rebalance deploy/nginx --wait=false -o yaml > rebalancer.yaml
+
+		# Record the run as a WorkloadRebalancer that deletes itself 5 minutes after it finished
+		kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 300
+
+		# Create or update the WorkloadRebalancer of a manifest, as Karmada's controller would handle it
+		kubectl rebalance -f rebalancer.yaml
+
+		# Leave the triggers to Karmada's in-cluster controller and follow its status
+		kubectl rebalance deploy/nginx --server-side --ttl 60
 
 		# Use a Karmada apiserver context from a kubeconfig shared with member clusters
 		kubectl rebalance deploy/nginx --karmada-context karmada-apiserver`)
@@ -113,6 +133,7 @@ type RebalanceOptions struct {
 	Timeout        time.Duration
 	QPS            float32
 	Burst          int
+	recordOptions
 
 	// Set by Complete.
 	Args             []string
@@ -193,13 +214,14 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdCompletion(streams))
 	cmd.AddCommand(NewCmdDeschedule(streams))
+	cmd.AddCommand(NewCmdGet(streams))
 	return cmd
 }
 
 // AddFlags registers the command's own flags.
 func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
-	cmdutil.AddFilenameOptionFlags(cmd, &o.FilenameOptions, "identifying the workloads to rebalance, or WorkloadRebalancer manifests whose workloads to rebalance.")
+	cmdutil.AddFilenameOptionFlags(cmd, &o.FilenameOptions, "identifying the workloads to rebalance, or a WorkloadRebalancer manifest to create (or update) and reconcile.")
 	cmdutil.AddLabelSelectorFlagVar(cmd, &o.LabelSelector)
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Rebalance the selected workloads in all namespaces.")
 	flags.BoolVar(&o.All, "all", o.All, "Rebalance all workloads of the given types in the namespace.")
@@ -210,6 +232,7 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to retry failed requests and wait for the scheduler before giving up; rows still unfinished are reported as pending (exit code 3).")
 	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second the client may send to the Karmada apiserver.")
 	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests the client may send at once before --qps applies; also the number of bindings handled in parallel.")
+	o.addRecordFlags(cmd)
 
 	o.PrintFlags.AddFlags(cmd)
 	output := flags.Lookup("output")
@@ -277,7 +300,7 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 	if o.printer == nil && o.OutputFormat != "" && o.OutputFormat != "wide" {
 		return cmdutil.UsageErrorf(cmd, "invalid --output %q", o.OutputFormat)
 	}
-	return nil
+	return o.validateRecord(cmd)
 }
 
 // Run rebalances the workloads and prints the result.
@@ -301,7 +324,12 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 
 	resolved, err := o.resolve(mapper)
 	if err != nil {
+		return withExitCode(ExitError, o.rebalancerKindError(err))
+	}
+	if plan, err := o.recordPlan(resolved); err != nil {
 		return withExitCode(ExitError, err)
+	} else if plan != nil {
+		return o.runRecorded(ctx, mapper, resolved, plan)
 	}
 	if len(resolved.Targets) == 0 {
 		o.printNothingFound()

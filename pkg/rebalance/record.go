@@ -1,0 +1,577 @@
+package rebalance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	appsclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// RebalancerResource names the WorkloadRebalancer resource in messages.
+const RebalancerResource = "workloadrebalancers.apps.karmada.io"
+
+// rebalancerStatusResource names the status subresource in messages.
+const rebalancerStatusResource = "workloadrebalancers.apps.karmada.io/status"
+
+// Recorder runs a rebalance as a real WorkloadRebalancer: it creates or
+// updates the object, triggers its pending workloads at its
+// creationTimestamp, and writes the status through the status subresource
+// with the controller's rules. Every write is conditional on the object's
+// resource version, so a recorder, another recorder and Karmada's own
+// controller can work on one object and still end in one status.
+type Recorder struct {
+	// Client reaches the WorkloadRebalancers.
+	Client appsclient.WorkloadRebalancerInterface
+	// Runner triggers the bindings. Its trigger time and hook are set for
+	// each pass; everything else (API, server clock, waiting) is used as is.
+	Runner *Runner
+	// UIDs holds the template uids known from resolving the workloads, so
+	// that a binding left over from a deleted template is noticed.
+	UIDs map[Workload]types.UID
+	// Notify, when set, hears one line per step worth telling a user.
+	Notify func(message string)
+	// StatusTimeout bounds the status write that still happens after the
+	// context ended (Ctrl-C, timeout). Zero means 15 seconds.
+	StatusTimeout time.Duration
+	// Backoff paces retries of requests that may succeed later. Zero means
+	// 200ms doubling up to 5s.
+	Backoff wait.Backoff
+}
+
+// Pass is the result of one reconciliation of a WorkloadRebalancer.
+type Pass struct {
+	// Rebalancer is the object as recorded at the end of the pass.
+	Rebalancer *appsv1alpha1.WorkloadRebalancer
+	// Rows has one row per observed workload, in status order. Workloads
+	// this pass triggered carry the run's detail; the others are rebuilt
+	// from the status.
+	Rows []Row
+	// Triggered counts the workloads this pass tried to trigger.
+	Triggered int
+	// Written counts the bindings whose trigger this pass wrote.
+	Written int
+}
+
+// ErrRebalancerGone says that the WorkloadRebalancer was deleted while it
+// was worked on.
+var ErrRebalancerGone = errors.New("the workloadrebalancer was deleted meanwhile")
+
+// SpecConflictError says that the name asked for is taken by a
+// WorkloadRebalancer with another spec.
+type SpecConflictError struct {
+	Name     string
+	Existing appsv1alpha1.WorkloadRebalancerSpec
+}
+
+func (e *SpecConflictError) Error() string {
+	return fmt.Sprintf("workloadrebalancer %s already exists with another spec (%s)", e.Name, DescribeSpec(e.Existing))
+}
+
+// DescribeSpec summarises a spec for messages: its workloads and TTL.
+func DescribeSpec(spec appsv1alpha1.WorkloadRebalancerSpec) string {
+	var names []string
+	for i, w := range spec.Workloads {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(spec.Workloads)-3))
+			break
+		}
+		names = append(names, WorkloadRef(w))
+	}
+	ttl := "no ttl"
+	if spec.TTLSecondsAfterFinished != nil {
+		ttl = fmt.Sprintf("ttlSecondsAfterFinished %d", *spec.TTLSecondsAfterFinished)
+	}
+	return fmt.Sprintf("workloads %s; %s", joinList(names), ttl)
+}
+
+func joinList(items []string) string {
+	switch len(items) {
+	case 0:
+		return "<none>"
+	case 1:
+		return items[0]
+	}
+	out := items[0]
+	for _, item := range items[1:] {
+		out += ", " + item
+	}
+	return out
+}
+
+// Applied says what Apply did.
+type Applied string
+
+const (
+	// AppliedCreated: the object did not exist and was created.
+	AppliedCreated Applied = "created"
+	// AppliedConfigured: the object existed and its spec was replaced.
+	AppliedConfigured Applied = "configured"
+	// AppliedUnchanged: the object existed with a matching spec.
+	AppliedUnchanged Applied = "unchanged"
+)
+
+// ApplyOptions say how Apply treats an existing object.
+type ApplyOptions struct {
+	// UpdateSpec replaces the spec of an existing object that differs from
+	// the desired one. Without it such an object is a *SpecConflictError.
+	UpdateSpec bool
+	// AnyTTL lets an existing object match whatever its TTL is (only the
+	// workloads are compared); used when no TTL was asked for.
+	AnyTTL bool
+}
+
+// Create creates desired as is, for a name nobody else can hold (a
+// generated one).
+func (r *Recorder) Create(ctx context.Context, desired *appsv1alpha1.WorkloadRebalancer) (*appsv1alpha1.WorkloadRebalancer, error) {
+	created, err := r.Client.Create(ctx, clean(desired), metav1.CreateOptions{})
+	if err != nil {
+		return nil, rebalancerError("create", desired.Name, err)
+	}
+	return created, nil
+}
+
+// Apply creates desired, or brings an existing object of that name to the
+// desired spec as opts allow, with a resource version precondition.
+func (r *Recorder) Apply(ctx context.Context, desired *appsv1alpha1.WorkloadRebalancer, opts ApplyOptions) (*appsv1alpha1.WorkloadRebalancer, Applied, error) {
+	backoff := r.backoff()
+	for {
+		current, err := r.Client.Get(ctx, desired.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			created, createErr := r.Client.Create(ctx, clean(desired), metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(createErr) {
+				continue // created meanwhile: compare with it
+			}
+			if createErr != nil {
+				return nil, "", rebalancerError("create", desired.Name, createErr)
+			}
+			return created, AppliedCreated, nil
+		case err != nil:
+			if retryable(err) && sleepContext(ctx, backoff.Step()) == nil {
+				continue
+			}
+			return nil, "", rebalancerError("get", desired.Name, err)
+		}
+
+		if current.DeletionTimestamp != nil {
+			return nil, "", fmt.Errorf("workloadrebalancer %s is being deleted; wait until it is gone or choose another name", desired.Name)
+		}
+		if specMatches(current.Spec, desired.Spec, opts.AnyTTL) {
+			return current, AppliedUnchanged, nil
+		}
+		if !opts.UpdateSpec {
+			return nil, "", &SpecConflictError{Name: desired.Name, Existing: current.Spec}
+		}
+		next := current.DeepCopy()
+		next.Spec = desired.Spec
+		updated, err := r.Client.Update(ctx, next, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			return updated, AppliedConfigured, nil
+		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			continue // changed or deleted meanwhile: look again
+		case retryable(err) && sleepContext(ctx, backoff.Step()) == nil:
+			continue
+		}
+		return nil, "", rebalancerError("update", desired.Name, err)
+	}
+}
+
+// specMatches reports whether an existing spec already is the desired one.
+// With anyTTL only the workloads count, compared as a set (the status the
+// controller derives does not depend on their order or repetition).
+func specMatches(existing, desired appsv1alpha1.WorkloadRebalancerSpec, anyTTL bool) bool {
+	if anyTTL {
+		return SameWorkloads(existing.Workloads, desired.Workloads)
+	}
+	return reflect.DeepEqual(existing, desired)
+}
+
+// SameWorkloads reports whether two workload lists name the same workloads,
+// ignoring order and repetition.
+func SameWorkloads(a, b []Workload) bool {
+	set := func(ws []Workload) map[Workload]bool {
+		m := make(map[Workload]bool, len(ws))
+		for _, w := range ws {
+			m[w] = true
+		}
+		return m
+	}
+	return reflect.DeepEqual(set(a), set(b))
+}
+
+// clean drops what a create must not carry: server-owned metadata and the
+// status (which the API server ignores on create anyway).
+func clean(rb *appsv1alpha1.WorkloadRebalancer) *appsv1alpha1.WorkloadRebalancer {
+	out := &appsv1alpha1.WorkloadRebalancer{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:         rb.Name,
+			GenerateName: rb.GenerateName,
+			Labels:       rb.Labels,
+			Annotations:  rb.Annotations,
+		},
+		Spec: *rb.Spec.DeepCopy(),
+	}
+	delete(out.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	return out
+}
+
+// Reconcile does what the controller does on one reconciliation of rb:
+// bring the status in line with the spec, trigger every pending workload at
+// rb's creationTimestamp, and record the results. The status is written as
+// soon as the triggers are written and again after the run (when waiting
+// for the scheduler, nothing changes then unless the run was cut short).
+// When the spec changes meanwhile, the new generation is reconciled too.
+//
+// A run cut short by ctx leaves the unfinished workloads pending; the
+// status is still written, within StatusTimeout. The error is a
+// *RequestError for a request no retry can fix, ErrRebalancerGone when the
+// object is deleted meanwhile, or the context's error while writing.
+func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) (*Pass, error) {
+	pass := &Pass{Rebalancer: rb}
+	ran := map[Workload]Row{}
+	for {
+		gen, spec := rb.Generation, *rb.Spec.DeepCopy()
+		pending := PendingWorkloads(SyncStatus(rb.Status, spec, gen))
+
+		var runErr error
+		if len(pending) > 0 {
+			pass.Triggered += len(pending)
+			runner := *r.Runner
+			at := rb.CreationTimestamp
+			runner.TriggerAt = &at
+			runner.Triggered = func(result *Result) {
+				// Record the triggers before waiting for the scheduler, as
+				// the controller does; a failure is retried after the run.
+				if written, err := r.writeStatus(ctx, rb.Name, spec, gen, result.Rows); err == nil {
+					pass.Rebalancer = written
+				}
+			}
+			targets := make([]Target, 0, len(pending))
+			for _, w := range pending {
+				targets = append(targets, Target{Workload: w, UID: r.UIDs[w]})
+			}
+			var result *Result
+			result, runErr = runner.Run(ctx, targets)
+			if result != nil {
+				pass.Written += result.Written
+				for _, row := range result.Rows {
+					ran[row.Workload] = row
+				}
+			}
+		}
+
+		writeCtx := ctx
+		if ctx.Err() != nil {
+			var cancel context.CancelFunc
+			writeCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), r.statusTimeout())
+			defer cancel()
+		}
+		rows := make([]Row, 0, len(ran))
+		for _, row := range ran {
+			rows = append(rows, row)
+		}
+		written, err := r.writeStatus(writeCtx, rb.Name, spec, gen, rows)
+		if written != nil {
+			pass.Rebalancer = written
+			pass.Rows = RowsFromStatus(written, ran)
+		} else if pass.Rows == nil {
+			pass.Rows = RowsFromStatus(rb, ran)
+		}
+		if err != nil {
+			if runErr != nil {
+				return pass, fmt.Errorf("%w; besides, the status could not be written: %v", runErr, err)
+			}
+			return pass, err
+		}
+		if runErr != nil {
+			return pass, runErr
+		}
+		if written.Generation > gen && written.Status.ObservedGeneration < written.Generation && ctx.Err() == nil {
+			r.notify(fmt.Sprintf("workloadrebalancer %s: the spec changed meanwhile (generation %d); reconciling it", rb.Name, written.Generation))
+			rb = written
+			continue
+		}
+		return pass, nil
+	}
+}
+
+// writeStatus records, for generation gen with spec, the results of rows
+// whose workloads are still pending in the status, with the controller's
+// rules, and returns the object as written (or as found, when there was
+// nothing to change). A conflict means someone else wrote meanwhile: the
+// object is read again and the status derived anew, so results recorded by
+// the controller are kept, never overwritten. A status that already
+// observes a later generation is left alone.
+func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alpha1.WorkloadRebalancerSpec, gen int64, rows []Row) (*appsv1alpha1.WorkloadRebalancer, error) {
+	backoff := r.backoff()
+	for {
+		current, err := r.Client.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, ErrRebalancerGone
+		case err != nil:
+			if retryable(err) && sleepContext(ctx, backoff.Step()) == nil {
+				continue
+			}
+			return nil, rebalancerError("get", name, err)
+		}
+		if current.Status.ObservedGeneration > gen {
+			return current, nil
+		}
+
+		updated := SyncStatus(current.Status, spec, gen)
+		for _, row := range rows {
+			if row.Result != "" {
+				setIfPending(&updated, row)
+			}
+		}
+		if !SetFinishTime(&current.Status, &updated, r.now()) {
+			return current, nil
+		}
+		next := current.DeepCopy()
+		next.Status = updated
+		written, err := r.Client.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			return written, nil
+		case apierrors.IsConflict(err):
+			continue
+		case apierrors.IsNotFound(err):
+			return nil, ErrRebalancerGone
+		case retryable(err) && sleepContext(ctx, backoff.Step()) == nil:
+			continue
+		}
+		if isFatal(err) {
+			return nil, &RequestError{Verb: "update", Resource: rebalancerStatusResource, Name: name, Err: err}
+		}
+		return nil, rebalancerError("update", name, err)
+	}
+}
+
+// setIfPending records the result of row on the entries of its workload that
+// have none yet: a result someone else recorded first stays.
+func setIfPending(status *appsv1alpha1.WorkloadRebalancerStatus, row Row) {
+	for i := range status.ObservedWorkloads {
+		entry := &status.ObservedWorkloads[i]
+		if entry.Workload == row.Workload && IsPending(*entry) {
+			entry.Result, entry.Reason = row.Result, row.Reason
+		}
+	}
+}
+
+// RowsFromStatus returns one row per observed workload of rb, in status
+// order. A workload with a row in ran keeps that row's detail; its result is
+// the recorded one. The others get a message saying where their result
+// comes from.
+func RowsFromStatus(rb *appsv1alpha1.WorkloadRebalancer, ran map[Workload]Row) []Row {
+	inSpec := make(map[Workload]bool, len(rb.Spec.Workloads))
+	for _, w := range rb.Spec.Workloads {
+		inSpec[w] = true
+	}
+	status := rb.Status
+	if status.ObservedGeneration < rb.Generation {
+		// Show the workloads of the current spec, as the next pass will.
+		status = SyncStatus(rb.Status, rb.Spec, rb.Generation)
+	}
+	rows := make([]Row, 0, len(status.ObservedWorkloads))
+	for _, entry := range status.ObservedWorkloads {
+		row, ok := ran[entry.Workload]
+		if !ok {
+			row = Row{Workload: entry.Workload, Binding: BindingNameFor(entry.Workload)}
+			switch {
+			case !inSpec[entry.Workload]:
+				row.Message = "no longer in spec.workloads; kept in the status because it was triggered"
+			case IsPending(entry):
+				row.Message = "not triggered yet"
+			default:
+				row.Message = "recorded by an earlier pass"
+			}
+		}
+		switch {
+		case IsPending(entry) && ok && row.Result != "":
+			// The run got a result the status does not hold (its write
+			// failed): show what happened.
+		case row.Result != entry.Result && ok && row.Result != "":
+			row.Message = joinMessage(row.Message, fmt.Sprintf("recorded as %s by another writer", entry.Result))
+			row.Result, row.Reason = entry.Result, entry.Reason
+		default:
+			row.Result, row.Reason = entry.Result, entry.Reason
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func joinMessage(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// PrepareTriggerTime makes sure that an object created right after it
+// returns gets a creationTimestamp after the last schedule of every binding
+// of targets, as far as the server's clock allows: a trigger in the second
+// of the last schedule, or earlier, is ignored by the scheduler. It reads
+// each binding once (a client dry run, whose rows it returns) and waits, up
+// to the runner's MaxClockWait, for the server's clock to pass the latest
+// such schedule.
+func (r *Recorder) PrepareTriggerTime(ctx context.Context, targets []Target) (*Result, error) {
+	reader := *r.Runner
+	reader.DryRun = DryRunClient
+	reader.Wait = false
+	reader.Progress, reader.Explain, reader.Triggered, reader.TriggerAt = nil, nil, nil, nil
+	result, err := reader.Run(ctx, targets)
+	if err != nil {
+		return result, err
+	}
+	now, ok := r.Runner.Clock.Now()
+	if !ok || !result.TriggerTime.After(now) {
+		return result, nil
+	}
+	maxWait := r.Runner.MaxClockWait
+	if maxWait <= 0 {
+		maxWait = 10 * time.Second
+	}
+	last := result.TriggerTime.Add(-time.Second)
+	r.notify(fmt.Sprintf("waiting for the API server's clock to pass %s, when a binding was last scheduled", formatTime(last)))
+	if _, err := r.Runner.Clock.WaitUntilAfter(ctx, last, maxWait); err != nil && !errors.Is(err, errWaitTooLong) {
+		return result, err
+	}
+	return result, nil
+}
+
+// Delete deletes rb once it is due, and reports whether it did. It reads
+// the object again first and deletes with a precondition on that read's uid
+// and resource version, so an object changed meanwhile (a spec edit, a new
+// finish time) is never deleted by mistake, nor one with pending workloads; the caller looks at the object
+// returned then. ErrRebalancerGone means someone else deleted it.
+func (r *Recorder) Delete(ctx context.Context, name string) (bool, *appsv1alpha1.WorkloadRebalancer, error) {
+	backoff := r.backoff()
+	for {
+		fresh, err := r.Client.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil, ErrRebalancerGone
+		case err != nil:
+			if retryable(err) && sleepContext(ctx, backoff.Step()) == nil {
+				continue
+			}
+			return false, nil, rebalancerError("get", name, err)
+		}
+		if fresh.DeletionTimestamp != nil {
+			return false, nil, ErrRebalancerGone
+		}
+		if fresh.Status.ObservedGeneration < fresh.Generation || HasPending(fresh.Status) || !Expired(fresh, r.now().Time) {
+			return false, fresh, nil
+		}
+		uid, rv := fresh.UID, fresh.ResourceVersion
+		err = r.Client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+		switch {
+		case err == nil:
+			return true, fresh, nil
+		case apierrors.IsNotFound(err):
+			return false, nil, ErrRebalancerGone
+		case apierrors.IsConflict(err):
+			continue // changed meanwhile: look again
+		case retryable(err) && sleepContext(ctx, backoff.Step()) == nil:
+			continue
+		}
+		return false, fresh, rebalancerError("delete", name, err)
+	}
+}
+
+// now is the server's time for finish times and TTLs: the server clock's
+// lower bound, or the local clock before any response arrived.
+func (r *Recorder) now() metav1.Time {
+	if r.Runner != nil && r.Runner.Clock != nil {
+		if now, ok := r.Runner.Clock.Now(); ok {
+			return metav1.NewTime(now)
+		}
+	}
+	return metav1.NewTime(time.Now().Truncate(time.Second))
+}
+
+func (r *Recorder) notify(message string) {
+	if r.Notify != nil {
+		r.Notify(message)
+	}
+}
+
+func (r *Recorder) statusTimeout() time.Duration {
+	if r.StatusTimeout <= 0 {
+		return 15 * time.Second
+	}
+	return r.StatusTimeout
+}
+
+func (r *Recorder) backoff() wait.Backoff {
+	if r.Backoff.Duration == 0 {
+		return wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 5 * time.Second}
+	}
+	return r.Backoff
+}
+
+// retryable reports errors that may go away: throttling, timeouts, a busy or
+// briefly unavailable server, the network.
+func retryable(err error) bool {
+	if err == nil || isFatal(err) || isRejected(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return true
+}
+
+// rebalancerError wraps an error of a request on the WorkloadRebalancer
+// name; errors that need the user's action become a *RequestError.
+func rebalancerError(verb, name string, err error) error {
+	var reqErr *RequestError
+	if errors.As(err, &reqErr) {
+		return err
+	}
+	if isFatal(err) || isRejected(err) {
+		return &RequestError{Verb: verb, Resource: RebalancerResource, Name: name, Err: err}
+	}
+	return fmt.Errorf("%s workloadrebalancer %s: %w", verb, name, err)
+}
+
+// CountRows counts rows the way the command's exit code sees them: failed
+// (Failed result, failed or ignored scheduling) and pending (no result yet,
+// or a scheduler answer still awaited).
+func CountRows(rows []Row) (failed, pending int) {
+	for _, row := range rows {
+		switch {
+		case row.Result == appsv1alpha1.RebalanceFailed,
+			row.Observation.Outcome == OutcomeSchedulingFailed,
+			row.Observation.Outcome == OutcomeIgnored:
+			failed++
+		case row.Result == "", row.Observation.Outcome == OutcomeWaiting:
+			pending++
+		}
+	}
+	return failed, pending
+}
+
+// DistinctWorkloads returns the distinct workloads of targets in input order.
+func DistinctWorkloads(targets []Target) []Workload {
+	seen := make(map[Workload]bool, len(targets))
+	out := make([]Workload, 0, len(targets))
+	for _, t := range targets {
+		if !seen[t.Workload] {
+			seen[t.Workload] = true
+			out = append(out, t.Workload)
+		}
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package recorded
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+// finished reports whether a WorkloadRebalancer has recorded its current
+// spec with nothing pending.
+func finished(rb *appsv1alpha1.WorkloadRebalancer) bool {
+	if rb == nil || rb.Status.FinishTime == nil || rb.Status.ObservedGeneration != rb.Generation {
+		return false
+	}
+	for _, w := range rb.Status.ObservedWorkloads {
+		if w.Result == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRecordSpecEditDuringTTL edits the spec while the command waits for
+// the ttl: the command reconciles the new generation (triggering the added
+// workload at the creationTimestamp), which refreshes finishTime and so
+// restarts the countdown.
+func TestRecordSpecEditDuringTTL(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	const ns, name = "rec-edit", "rec-edit"
+	rt.Namespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, "web", "api")
+	rt.DeleteRebalancerAfter(t, c, name)
+	watcher := startWatching(ctx, t, c, name)
+
+	run := rt.Start(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "6")
+	first := rt.WaitRebalancer(ctx, t, c, name, time.Minute, finished)
+	firstFinish := first.Status.FinishTime.Time
+
+	// Someone adds a workload a little later, well before the ttl runs out.
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rb, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		rb.Spec.Workloads = append(rb.Spec.Workloads, rt.Deploy(ns, "api"))
+		_, err = c.Karmada.AppsV1alpha1().WorkloadRebalancers().Update(ctx, rb, metav1.UpdateOptions{})
+		return err
+	}))
+
+	res := run.Wait(t, time.Minute)
+	gone := time.Now()
+	require.Equal(t, cmd.ExitOK, res.Code)
+	assert.Contains(t, res.Stderr, "workloadrebalancer "+name+": the spec changed (generation 2); reconciling it\n")
+	assert.Contains(t, res.Stderr, "workloadrebalancer "+name+", generation 2: 2 workloads: 2 successful, 0 failed, 0 pending;")
+	assert.Equal(t, 2, strings.Count(res.Stderr, "it is deleted at"), "the countdown was announced again:\n%s", res.Stderr)
+	assert.Contains(t, res.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" deleted (ttlSecondsAfterFinished 6 after finish time")
+
+	last := watcher.last(t)
+	assert.Equal(t, int64(2), last.Status.ObservedGeneration)
+	assert.Equal(t, []appsv1alpha1.ObservedWorkload{
+		rt.Observed(rt.Deploy(ns, "api"), appsv1alpha1.RebalanceSuccessful, ""),
+		rt.Observed(rt.Deploy(ns, "web"), appsv1alpha1.RebalanceSuccessful, ""),
+	}, last.Status.ObservedWorkloads)
+	require.NotNil(t, last.Status.FinishTime)
+	assert.True(t, last.Status.FinishTime.After(firstFinish), "finish time refreshed: %s after %s", last.Status.FinishTime, firstFinish)
+	assert.False(t, gone.Before(last.Status.FinishTime.Add(6*time.Second)), "the countdown restarted: deleted at %s, finish %s", gone, last.Status.FinishTime)
+	assert.Nil(t, rt.Rebalancer(ctx, t, c, name))
+
+	api := rt.Binding(ctx, t, c, ns, "api-deployment")
+	require.NotNil(t, api.Spec.RescheduleTriggeredAt)
+	assert.True(t, api.Spec.RescheduleTriggeredAt.Equal(&first.CreationTimestamp), "the added workload is triggered at the creationTimestamp")
+}
+
+// TestRecordDeletedByOthers deletes the object while the command waits for
+// its ttl: the command finishes cleanly.
+func TestRecordDeletedByOthers(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	const ns, name = "rec-deleted", "rec-deleted"
+	rt.Namespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, "web")
+	rt.DeleteRebalancerAfter(t, c, name)
+
+	run := rt.Start(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "300")
+	rt.WaitRebalancer(ctx, t, c, name, time.Minute, finished)
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, c.Karmada.AppsV1alpha1().WorkloadRebalancers().Delete(ctx, name, metav1.DeleteOptions{}))
+
+	res := run.Wait(t, 30*time.Second)
+	require.Equal(t, cmd.ExitOK, res.Code)
+	assert.True(t, strings.HasSuffix(res.Stderr, "workloadrebalancer "+name+" was deleted by someone else (Karmada's controller, say); nothing is left to do\n"), res.Stderr)
+	assert.Less(t, res.Took, time.Minute)
+}
+
+// TestRecordInterruptedTTLWait sends SIGINT to the built binary while it
+// waits for the ttl: it exits 3, says what is left to do, and leaves the
+// object complete and consistent; a later run picks it up.
+func TestRecordInterruptedTTLWait(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	const ns, name = "rec-signal", "rec-signal"
+	rt.Namespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, "web")
+	rt.DeleteRebalancerAfter(t, c, name)
+
+	p := rt.StartBinary(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "120")
+	require.Eventually(t, func() bool { return strings.Contains(p.Stderr(), "it is deleted at") }, 2*time.Minute, 50*time.Millisecond,
+		"the countdown starts; stderr so far:\n%s", p.Stderr())
+	require.NoError(t, p.Cmd.Process.Signal(os.Interrupt))
+	res := p.Wait(t, 30*time.Second)
+
+	assert.Equal(t, cmd.ExitPending, res.Code)
+	assert.Regexp(t, `\ninterrupted: workloadrebalancer rec-signal is complete and left as it is; it is due for deletion at \S+Z \(ttlSecondsAfterFinished 120\): `+
+		`Karmada's workloadRebalancer controller deletes it then if it runs, or run .kubectl rebalance workloadrebalancer/rec-signal. to wait and delete it; `+
+		`.kubectl rebalance get rec-signal. shows it\n$`, res.Stderr)
+	assert.Contains(t, res.Stdout, "deployment.apps/web")
+
+	rb := rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb, "left in place")
+	assert.True(t, finished(rb), "complete: %+v", rb.Status)
+	assert.Equal(t, []appsv1alpha1.ObservedWorkload{rt.Observed(rt.Deploy(ns, "web"), appsv1alpha1.RebalanceSuccessful, "")}, rb.Status.ObservedWorkloads)
+
+	// What is left to do: a later run with a ttl of 0 deletes it at once
+	// (the spec changes, so the finish time is refreshed first).
+	later := rt.Rebalance(t, cp, "workloadrebalancer/"+name, "--ttl", "0")
+	require.Equal(t, cmd.ExitOK, later.Code)
+	assert.Contains(t, later.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" configured\n")
+	assert.Contains(t, later.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" deleted")
+	assert.Nil(t, rt.Rebalancer(ctx, t, c, name))
+}
+
+// TestRecordServerSideWithoutController leaves the triggers to an
+// in-cluster controller that does not run here: the command fails within
+// the time allowed, says so, and leaves the object for the client to finish.
+func TestRecordServerSideWithoutController(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	const ns, name = "rec-serverside", "rec-serverside"
+	rt.Namespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, "web")
+	rt.DeleteRebalancerAfter(t, c, name)
+	before := rt.Binding(ctx, t, c, ns, "web-deployment")
+
+	res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "--server-side", "--timeout", "4s")
+	require.Equal(t, cmd.ExitError, res.Code)
+	assert.Empty(t, res.Stdout)
+	assert.Regexp(t, `(?m)^error: no controller recorded a status for workloadrebalancer rec-serverside within 4s: Karmada's workloadRebalancer controller does not seem to run \(it is one of karmada-controller-manager's default --controllers\); `+
+		`workloadrebalancer rec-serverside was created and is left as it is: run .kubectl rebalance workloadrebalancer/rec-serverside. to rebalance it from the client, or .kubectl delete workloadrebalancer rec-serverside.\n$`, res.Stderr)
+	assert.Less(t, res.Took, 15*time.Second, "bounded by --timeout")
+
+	rb := rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb)
+	assert.Empty(t, rb.Status.ObservedWorkloads, "nobody acted on it")
+	assert.Equal(t, before.Generation, rt.Binding(ctx, t, c, ns, "web-deployment").Generation, "nothing was triggered")
+
+	// As the message says, the client can take over.
+	client := rt.Rebalance(t, cp, "workloadrebalancer/"+name)
+	require.Equal(t, cmd.ExitOK, client.Code)
+	assert.True(t, finished(rt.Rebalancer(ctx, t, c, name)))
+}

@@ -1,0 +1,303 @@
+// Package recordtest holds what the e2e tests of recorded WorkloadRebalancers
+// share: running the command in process or as a built binary, making
+// scheduled workloads, and reading WorkloadRebalancers and bindings back.
+package recordtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+// Result is what a user sees of one run of the command.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+	// Took is how long the command ran.
+	Took time.Duration
+}
+
+// Rebalance runs `kubectl rebalance ARGS` in process against the control
+// plane's kubeconfig, with a private discovery cache.
+func Rebalance(t *testing.T, cp *harness.ControlPlane, args ...string) Result {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
+	start := time.Now()
+	code := cmd.Execute(root, streams)
+	res := Result{Code: code, Stdout: out.String(), Stderr: errOut.String(), Took: time.Since(start)}
+	t.Logf("kubectl rebalance %s\nexit %d after %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.Code, res.Took.Round(time.Millisecond), res.Stdout, res.Stderr)
+	return res
+}
+
+// Background runs the command in process in a goroutine; Wait returns its result.
+type Background struct {
+	done chan Result
+}
+
+// Start runs Rebalance in the background.
+func Start(t *testing.T, cp *harness.ControlPlane, args ...string) *Background {
+	t.Helper()
+	b := &Background{done: make(chan Result, 1)}
+	dir := t.TempDir()
+	go func() {
+		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+		root := cmd.NewCmdRebalance(streams)
+		root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", dir}, args...))
+		start := time.Now()
+		code := cmd.Execute(root, streams)
+		b.done <- Result{Code: code, Stdout: out.String(), Stderr: errOut.String(), Took: time.Since(start)}
+	}()
+	return b
+}
+
+// Wait waits for the background command, at most timeout.
+func (b *Background) Wait(t *testing.T, timeout time.Duration) Result {
+	t.Helper()
+	select {
+	case res := <-b.done:
+		t.Logf("background kubectl rebalance: exit %d after %s\nstdout:\n%s\nstderr:\n%s", res.Code, res.Took.Round(time.Millisecond), res.Stdout, res.Stderr)
+		return res
+	case <-time.After(timeout):
+		require.FailNow(t, "the command did not finish", "after %s", timeout)
+	}
+	return Result{}
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// Binary builds kubectl-rebalance once per test binary and returns its path.
+func Binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kubectl-rebalance-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		main := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "cmd", "kubectl-rebalance")
+		binary = filepath.Join(dir, "kubectl-rebalance")
+		out, err := exec.Command("go", "build", "-o", binary, main).CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	require.NoError(t, buildErr, "go build")
+	return binary
+}
+
+// Process is the built binary running as a subprocess.
+type Process struct {
+	Cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// StartBinary runs the built binary with args against the control plane.
+func StartBinary(t *testing.T, cp *harness.ControlPlane, args ...string) *Process {
+	t.Helper()
+	p := &Process{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	p.Cmd = exec.Command(Binary(t), append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.stdout, p.stderr
+	require.NoError(t, p.Cmd.Start())
+	t.Cleanup(func() {
+		if p.Cmd.ProcessState == nil {
+			_ = p.Cmd.Process.Kill()
+			_ = p.Cmd.Wait()
+		}
+	})
+	return p
+}
+
+// Stderr is what the process wrote to stderr so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// Wait waits for the process to exit and returns its result.
+func (p *Process) Wait(t *testing.T, timeout time.Duration) Result {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Cmd.Wait() }()
+	select {
+	case err := <-done:
+		res := Result{Stdout: p.stdout.String(), Stderr: p.stderr.String()}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			res.Code = exit.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		t.Logf("kubectl-rebalance %s\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(p.Cmd.Args[1:], " "), res.Code, res.Stdout, res.Stderr)
+		return res
+	case <-time.After(timeout):
+		_ = p.Cmd.Process.Kill()
+		require.FailNow(t, "the process did not exit", "after %s; stderr so far:\n%s", timeout, p.Stderr())
+	}
+	return Result{}
+}
+
+// Context bounds a test's own waits.
+func Context(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Clients returns admin clients of the Karmada apiserver.
+func Clients(t *testing.T, cp *harness.ControlPlane) *fixtures.Clients {
+	t.Helper()
+	c, err := fixtures.NewClients(cp.Karmada)
+	require.NoError(t, err)
+	return c
+}
+
+// Namespace makes a namespace of the test's own and removes it after.
+func Namespace(ctx context.Context, t *testing.T, c *fixtures.Clients, name string) {
+	t.Helper()
+	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// Deployments creates Deployments with the tutorial's dynamic-weight policy
+// over member1 and member2, and waits until each is scheduled.
+func Deployments(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, fixtures.Deployment(ns, name, 3), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,
+		fixtures.DynamicWeightPolicy(ns, "policy-"+names[0], "apps/v1", "Deployment", names, []string{"member1", "member2"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, name := range names {
+		WaitScheduled(ctx, t, c, ns, name+"-deployment")
+	}
+}
+
+// WaitScheduled waits until a binding has been scheduled successfully.
+func WaitScheduled(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string) *workv1alpha2.ResourceBinding {
+	t.Helper()
+	var rb *workv1alpha2.ResourceBinding
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		rb = got
+		return got.Status.LastScheduledTime != nil && len(got.Spec.Clusters) > 0 && got.Status.SchedulerObservedGeneration == got.Generation, nil
+	})
+	require.NoError(t, err, "binding %s/%s never scheduled", ns, name)
+	return rb
+}
+
+// Binding reads a ResourceBinding.
+func Binding(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string) *workv1alpha2.ResourceBinding {
+	t.Helper()
+	rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return rb
+}
+
+// Rebalancer reads a WorkloadRebalancer; nil when it does not exist.
+func Rebalancer(ctx context.Context, t *testing.T, c *fixtures.Clients, name string) *appsv1alpha1.WorkloadRebalancer {
+	t.Helper()
+	rb, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return rb
+}
+
+// DeleteRebalancerAfter removes a WorkloadRebalancer when the test ends.
+func DeleteRebalancerAfter(t *testing.T, c *fixtures.Clients, name string) {
+	t.Cleanup(func() {
+		_ = c.Karmada.AppsV1alpha1().WorkloadRebalancers().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// WaitRebalancer polls a WorkloadRebalancer until ok holds (a nil object
+// means it does not exist), and returns the last object read.
+func WaitRebalancer(ctx context.Context, t *testing.T, c *fixtures.Clients, name string, timeout time.Duration, ok func(*appsv1alpha1.WorkloadRebalancer) bool) *appsv1alpha1.WorkloadRebalancer {
+	t.Helper()
+	var last *appsv1alpha1.WorkloadRebalancer
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		rb, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			last = nil
+			return ok(nil), nil
+		}
+		if err != nil {
+			return false, err
+		}
+		last = rb
+		return ok(rb), nil
+	})
+	require.NoError(t, err, "workloadrebalancer %s: condition not met; last seen: %+v", name, last)
+	return last
+}
+
+// Deploy names a Deployment as a WorkloadRebalancer lists it.
+func Deploy(ns, name string) appsv1alpha1.ObjectReference {
+	return appsv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name}
+}
+
+// Observed is an observedWorkloads entry.
+func Observed(w appsv1alpha1.ObjectReference, result appsv1alpha1.RebalanceResult, reason appsv1alpha1.RebalanceFailedReason) appsv1alpha1.ObservedWorkload {
+	return appsv1alpha1.ObservedWorkload{Workload: w, Result: result, Reason: reason}
+}
+
+// WriteFile writes a manifest for -f.
+func WriteFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+}
