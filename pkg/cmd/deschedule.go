@@ -391,14 +391,22 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(ExitError, fmt.Errorf("cannot read the host name: %w", err))
 	}
-	descheduler, kube, err := o.descheduler(host)
+	descheduler, err := o.descheduler(host)
 	if err != nil {
 		return withExitCode(ExitError, err)
 	}
 	if o.Interval <= 0 {
 		return o.runOnce(ctx, descheduler)
 	}
-	return o.runDaemon(ctx, descheduler, kube, o.identity(host))
+	// The Lease gets a client of its own: a pass writing many events must
+	// not make the renewals wait for the rate limiter and lose the Lease.
+	leaseConfig := rest.CopyConfig(o.restConfig)
+	leaseConfig.UserAgent += " leader-election"
+	leases, err := kubernetes.NewForConfig(leaseConfig)
+	if err != nil {
+		return withExitCode(ExitError, fmt.Errorf("cannot build a client for the leader election Lease: %w", err))
+	}
+	return o.runDaemon(ctx, descheduler, leases, o.identity(host))
 }
 
 // identity names this process in the Lease: the host name (the pod name
@@ -412,18 +420,18 @@ func (o *DescheduleOptions) identity(host string) string {
 
 // descheduler wires the engine to the Karmada apiserver and the member
 // clusters; host names this process in events.
-func (o *DescheduleOptions) descheduler(host string) (*deschedule.Descheduler, kubernetes.Interface, error) {
+func (o *DescheduleOptions) descheduler(host string) (*deschedule.Descheduler, error) {
 	karmada, err := karmadaclient.NewForConfig(o.restConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot build a Karmada client: %w", err)
+		return nil, fmt.Errorf("cannot build a Karmada client: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(o.restConfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err)
+		return nil, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err)
 	}
 	pods, err := o.podSource()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	events := deschedule.NewEventClient(kube, deschedule.EventComponent)
 	events.Host = host
@@ -439,15 +447,11 @@ func (o *DescheduleOptions) descheduler(host string) (*deschedule.Descheduler, k
 	if o.LabelSelector != "" {
 		meta, err := metadata.NewForConfig(o.restConfig)
 		if err != nil {
-			return nil, nil, fmt.Errorf("cannot build a metadata client for the Karmada apiserver: %w", err)
+			return nil, fmt.Errorf("cannot build a metadata client for the Karmada apiserver: %w", err)
 		}
 		opts.Workloads = deschedule.NewMetadataWorkloadLister(meta)
 	}
-	d, err := deschedule.New(karmada, pods, events, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, kube, nil
+	return deschedule.New(karmada, pods, events, opts)
 }
 
 // podSource reads member clusters through the Karmada proxy or kubeconfig contexts.
@@ -526,7 +530,7 @@ func (o *DescheduleOptions) print(result *deschedule.PassResult, once bool) erro
 }
 
 // runDaemon passes every interval until a signal arrives.
-func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Descheduler, kube kubernetes.Interface, identity string) error {
+func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Descheduler, leases kubernetes.Interface, identity string) error {
 	log := o.logger.With("component", deschedule.EventComponent)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -564,7 +568,7 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 	}
 	if o.LeaderElect {
 		opts.LeaderElection = &deschedule.LeaderElection{
-			Client: kube, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: identity,
+			Client: leases, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: identity,
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		}
 	}
