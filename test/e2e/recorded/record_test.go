@@ -154,8 +154,9 @@ func TestRecordTTL(t *testing.T) {
 	t.Run("no ttl, never deleted", func(t *testing.T) {
 		const name = "rec-ttl-none"
 		rt.DeleteRebalancerAfter(t, c, name)
-		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name)
+		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "-o", "name")
 		require.Equal(t, cmd.ExitOK, res.Code)
+		assert.Equal(t, "workloadrebalancer.apps.karmada.io/"+name+"\n", res.Stdout, "-o name prints the record's name")
 		assert.NotContains(t, res.Stderr, "deleted")
 		time.Sleep(2 * time.Second)
 		rb := rt.Rebalancer(ctx, t, c, name)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
@@ -92,7 +93,9 @@ func watchBindings(ctx context.Context, t *testing.T, c *fixtures.Clients, ns st
 func TestCoexistWithTheController(t *testing.T) {
 	cp := harness.Require(t)
 	ctx, c := rt.Context(t), rt.Clients(t, cp)
-	const ns, name = "co-ttl", "co-ttl"
+	// A fresh name each run, so that -count=N repeats the race.
+	ns := "co-ttl-" + utilrand.String(5)
+	name := ns
 	rt.Namespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web", "api")
 	rt.DeleteRebalancerAfter(t, c, name)
