@@ -110,6 +110,9 @@ const (
 	defaultTimeout = 2 * time.Minute
 	defaultQPS     = 50
 	defaultBurst   = 100
+	// settleWindow is how long a waiting run lingers after the scheduler
+	// answered, to report the placement of a second scheduling pass.
+	settleWindow = 2 * time.Second
 )
 
 // bindingGroupKind is what a Karmada control plane serves and any other
@@ -356,6 +359,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 			DryRun:   o.DryRun,
 			Wait:     o.Wait,
 			Workers:  o.Burst,
+			Settle:   settleWindow,
 			Progress: progress.Update,
 			Explain:  o.explainMissingBinding(mapper),
 		},

@@ -211,6 +211,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 			Options: rebalance.Options{
 				Wait:     o.Wait,
 				Workers:  o.Burst,
+				Settle:   settleWindow,
 				Progress: progress.Update,
 				Explain:  o.explainMissingBinding(mapper),
 			},
@@ -224,6 +225,13 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 
 	obj, applied, prepared, err := o.applyRecord(runCtx, rec, resolved, plan)
 	progress.Clear()
+	if err != nil && runCtx.Err() != nil {
+		why := "interrupted"
+		if ctx.Err() == nil {
+			why = fmt.Sprintf("timed out after %s", o.Timeout)
+		}
+		return withExitCode(ExitPending, fmt.Errorf("%s before the workloadrebalancer was created or updated; nothing was written", why))
+	}
 	if err != nil {
 		return withExitCode(ExitError, err)
 	}
