@@ -93,7 +93,12 @@ type daemon struct {
 // startDaemon starts the binary with JSON logs against the control plane.
 func (e *env) startDaemon(name string, args ...string) *daemon {
 	e.t.Helper()
-	args = append([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--log-format=json"}, args...)
+	return e.startProcess(name, append([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--log-format=json"}, args...)...)
+}
+
+// startProcess starts the binary with exactly args.
+func (e *env) startProcess(name string, args ...string) *daemon {
+	e.t.Helper()
 	d := &daemon{t: e.t, name: name, cmd: exec.Command(pluginBinary(e.t), args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	d.cmd.Stdout = io.Discard
 	d.cmd.Stderr = d.stderr

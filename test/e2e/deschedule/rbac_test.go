@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,36 +47,52 @@ var daemonGroups = []string{"system:serviceaccounts", "system:serviceaccounts:ka
 
 // manifestResources maps the kinds of deploy/ to their resources.
 var manifestResources = map[string]schema.GroupVersionResource{
-	"ServiceAccount":     {Version: "v1", Resource: "serviceaccounts"},
-	"Secret":             {Version: "v1", Resource: "secrets"},
-	"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-	"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-	"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-	"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	"ServiceAccount":      {Version: "v1", Resource: "serviceaccounts"},
+	"Secret":              {Version: "v1", Resource: "secrets"},
+	"ClusterRole":         {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+	"ClusterRoleBinding":  {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	"Role":                {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	"RoleBinding":         {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	"Deployment":          {Group: "apps", Version: "v1", Resource: "deployments"},
+	"Service":             {Version: "v1", Resource: "services"},
+	"PodDisruptionBudget": {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 }
 
-// applyManifest creates the objects of a file under deploy/ with config.
-func applyManifest(t *testing.T, config *rest.Config, path string) {
+// readManifest decodes the objects of a file under deploy/.
+func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", path))
 	require.NoError(t, err)
-	client, err := dynamic.NewForConfig(config)
-	require.NoError(t, err)
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
 	for {
 		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			return
-		} else {
-			require.NoError(t, err)
+		err := decoder.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
 		}
-		if len(obj.Object) == 0 {
-			continue
+		require.NoError(t, err)
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
 		}
+	}
+}
+
+// applyManifest creates the objects of a file under deploy/ with config;
+// with dryRun the server validates them strictly and stores nothing.
+func applyManifest(t *testing.T, config *rest.Config, path string, dryRun ...bool) {
+	t.Helper()
+	client, err := dynamic.NewForConfig(config)
+	require.NoError(t, err)
+	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+	if len(dryRun) > 0 && dryRun[0] {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	for _, obj := range readManifest(t, path) {
 		gvr, ok := manifestResources[obj.GetKind()]
 		require.True(t, ok, "%s holds a %s, which this test cannot apply", path, obj.GetKind())
-		_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Create(context.Background(), obj, metav1.CreateOptions{})
+		_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Create(context.Background(), obj, opts)
 		if !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
 		}
@@ -214,4 +233,45 @@ func TestDescheduleRBAC(t *testing.T) {
 	code, report = e.runJSON("--kubeconfig", path, "--dry-run=client", "--unschedulable-threshold=0s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Empty(t, report.ClusterErrors)
+
+	// The in-cluster Deployment's own arguments, with that kubeconfig, run
+	// a daemon that leads and passes (dry run added: it covers -A).
+	var args []string
+	for _, obj := range readManifest(t, "deploy/host/deployment.yaml") {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		require.NoError(t, err)
+		raw, _, err := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		require.NoError(t, err)
+		for _, arg := range raw {
+			switch {
+			case strings.HasPrefix(arg, "--kubeconfig="):
+				arg = "--kubeconfig=" + path
+			case arg == "--leader-elect-identity=$(POD_NAME)":
+				arg = "--leader-elect-identity=deschedule-7d9f-abcde"
+			case strings.HasPrefix(arg, "--metrics-bind-address="):
+				arg = "--metrics-bind-address=127.0.0.1:0"
+			}
+			args = append(args, arg)
+		}
+	}
+	require.Contains(t, args, "--leader-elect")
+	d := e.startProcess("in-cluster", append(args, "--dry-run=client")...)
+	d.waitLog("pass finished", time.Minute)
+	assert.Equal(t, "deschedule-7d9f-abcde", e.holder(deschedule.DefaultLeaseNamespace, deschedule.DefaultLeaseName))
+	code, body := d.get("/readyz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok (leader)\n", body)
+	assert.Equal(t, 0, d.stop(syscall.SIGTERM, 30*time.Second))
+
+	// The host manifests are valid for a real apiserver (member1 standing
+	// in for the host cluster; nothing is stored).
+	member1Admin := e.member("member1")
+	_, err = member1Admin.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "karmada-system"}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	applyManifest(t, e.cp.Member("member1").Config, "deploy/host/deployment.yaml", true)
 }
