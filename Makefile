@@ -37,7 +37,7 @@ demo: controlplane build
 
 ## bench: benchmarks on the real control plane
 bench: controlplane
-	$(GO) test ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 60m
+	$(GO) test -p 1 ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 90m
 
 ## docs: regenerate docs/reference from the command tree
 docs:
