@@ -256,7 +256,16 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 			return withExitCode(ExitError, err)
 		}
 	}
-	if passErr != nil {
+	var noController *rebalance.NoControllerError
+	switch {
+	case errors.Is(passErr, rebalance.ErrRebalancerGone):
+		// Deleted by someone else (Karmada's controller after a ttl of 0,
+		// say) while it was reconciled: what was triggered stays.
+		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was deleted by someone else while it was reconciled; the triggers already written stay\n", obj.Name)
+		return o.rowsExitCode(rows, false)
+	case errors.As(passErr, &noController):
+		return withExitCode(ExitError, passErr)
+	case passErr != nil:
 		return withExitCode(ExitError, o.recordError(obj, passErr))
 	}
 
@@ -279,6 +288,12 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		}
 	}
 
+	return o.rowsExitCode(rows, interrupted)
+}
+
+// rowsExitCode gives the exit code of a recorded run from its rows: failed
+// workloads, pending ones, or a wait cut short.
+func (o *RebalanceOptions) rowsExitCode(rows []rebalance.Row, interrupted bool) error {
 	failed, pending := rebalance.CountRows(rows)
 	switch {
 	case failed > 0:
@@ -371,7 +386,7 @@ func (o *RebalanceOptions) followController(ctx context.Context, rec *rebalance.
 	switch {
 	case errors.As(err, &noController):
 		return recorded, nil, fmt.Errorf("%w: Karmada's workloadRebalancer controller does not seem to run (it is one of karmada-controller-manager's default --controllers); "+
-			"workloadrebalancer %s was created and is left as it is: run `kubectl rebalance workloadrebalancer/%s` to rebalance it from the client, or `kubectl delete workloadrebalancer %s`",
+			"workloadrebalancer %s is left as it is, its workloads not triggered: run `kubectl rebalance workloadrebalancer/%s` to rebalance them from the client, or `kubectl delete workloadrebalancer %s`",
 			err, obj.Name, obj.Name, obj.Name)
 	case err != nil && ctx.Err() == nil:
 		return recorded, nil, err

@@ -92,7 +92,7 @@ func TestRecordForbidden(t *testing.T) {
 		before := rt.Binding(ctx, t, c, ns, "web-deployment")
 		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", "rec-no-create", "--as", "no-create")
 		assert.Equal(t, cmd.ExitError, res.Code)
-		assert.Regexp(t, `^error: not allowed to create workloadrebalancers.apps.karmada.io with context "karmada-apiserver": .*User "no-create" cannot create resource "workloadrebalancers".*; `+
+		assert.Regexp(t, `(?m)^error: not allowed to create workloadrebalancers.apps.karmada.io with context "karmada-apiserver": .*User "no-create" cannot create resource "workloadrebalancers".*; `+
 			`ask an administrator of the Karmada control plane to grant "create" on workloadrebalancers.apps.karmada.io\n$`, res.Stderr)
 		assert.Nil(t, rt.Rebalancer(ctx, t, c, "rec-no-create"))
 		assert.Equal(t, before.Generation, rt.Binding(ctx, t, c, ns, "web-deployment").Generation, "nothing triggered")

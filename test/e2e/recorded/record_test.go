@@ -134,9 +134,9 @@ func TestRecordTTL(t *testing.T) {
 	t.Run("no wait, then a later run deletes it", func(t *testing.T) {
 		const name = "rec-ttl-later"
 		rt.DeleteRebalancerAfter(t, c, name)
-		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "2", "--wait-ttl=false")
+		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "4", "--wait-ttl=false", "--wait=false")
 		require.Equal(t, cmd.ExitOK, res.Code)
-		assert.Regexp(t, `not waiting for the ttl \(--wait-ttl=false\): workloadrebalancer `+name+` is complete and left as it is; it is due for deletion at \S+Z \(ttlSecondsAfterFinished 2\): `+
+		assert.Regexp(t, `not waiting for the ttl \(--wait-ttl=false\): workloadrebalancer `+name+` is complete and left as it is; it is due for deletion at \S+Z \(ttlSecondsAfterFinished 4\): `+
 			`Karmada's workloadRebalancer controller deletes it then if it runs, or run .kubectl rebalance workloadrebalancer/`+name+`. to wait and delete it`, res.Stderr)
 		assert.Less(t, res.Took, 20*time.Second)
 		rb := rt.Rebalancer(ctx, t, c, name)
@@ -149,6 +149,15 @@ func TestRecordTTL(t *testing.T) {
 		assert.Contains(t, later.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" deleted")
 		assert.Nil(t, rt.Rebalancer(ctx, t, c, name))
 		assert.Equal(t, web.Generation, rt.Binding(ctx, t, c, ns, "web-deployment").Generation, "the later run triggered nothing")
+	})
+
+	t.Run("no wait, but the ttl is over already", func(t *testing.T) {
+		const name = "rec-ttl-zero"
+		rt.DeleteRebalancerAfter(t, c, name)
+		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "0", "--wait-ttl=false")
+		require.Equal(t, cmd.ExitOK, res.Code)
+		assert.True(t, strings.HasSuffix(res.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" deleted (ttlSecondsAfterFinished 0)\n"), res.Stderr)
+		assert.Nil(t, rt.Rebalancer(ctx, t, c, name))
 	})
 
 	t.Run("no ttl, never deleted", func(t *testing.T) {
