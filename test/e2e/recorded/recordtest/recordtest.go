@@ -86,30 +86,15 @@ func (b *Background) Wait(t *testing.T, timeout time.Duration) Result {
 	return Result{}
 }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-// Binary builds kubectl-rebalance once per test binary and returns its path.
+// Binary builds kubectl-rebalance into the test's temporary directory and
+// returns its path.
 func Binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubectl-rebalance-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		main := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "cmd", "kubectl-rebalance")
-		binary = filepath.Join(dir, "kubectl-rebalance")
-		out, err := exec.Command("go", "build", "-o", binary, main).CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, buildErr, "go build")
+	_, file, _, _ := runtime.Caller(0)
+	main := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "cmd", "kubectl-rebalance")
+	binary := filepath.Join(t.TempDir(), "kubectl-rebalance")
+	out, err := exec.Command("go", "build", "-o", binary, main).CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
 	return binary
 }
 
