@@ -264,6 +264,12 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 			if result != nil {
 				pass.Written += result.Written
 				for _, row := range result.Rows {
+					if row.Observation.Reason == ReasonTriggerNotAfterLastSchedule {
+						// The usual advice (a later trigger) does not apply:
+						// a WorkloadRebalancer triggers at its creation.
+						row.Observation.Message = fmt.Sprintf("trigger %s, the creationTimestamp of workloadrebalancer %s, is not after the binding's lastScheduledTime, so the scheduler ignores it; "+
+							"rebalance the workload with a new workloadrebalancer, or without one", formatTime(at.Time), rb.Name)
+					}
 					ran[row.Workload] = row
 				}
 			}

@@ -265,3 +265,41 @@ spec:
 	assert.True(t, strings.HasPrefix(same.Stderr, "workloadrebalancer.apps.karmada.io/demo unchanged\n"), same.Stderr)
 	assert.Equal(t, rb.ResourceVersion, rt.Rebalancer(ctx, t, c, name).ResourceVersion)
 }
+
+// TestRecordLateWorkloadIsReportedIgnored adds, by a spec edit, a workload
+// scheduled after the WorkloadRebalancer was created: its trigger (the
+// creationTimestamp) is written, as the controller writes it, but the
+// scheduler ignores it, and the command says so instead of claiming success.
+func TestRecordLateWorkloadIsReportedIgnored(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	const ns, name = "rec-late", "rec-late"
+	rt.Namespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, "early")
+	rt.DeleteRebalancerAfter(t, c, name)
+
+	require.Equal(t, cmd.ExitOK, rt.Rebalance(t, cp, "deploy/early", "-n", ns, "--name", name, "--wait=false").Code)
+	rb := rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb)
+
+	time.Sleep(1100 * time.Millisecond)
+	rt.Deployments(ctx, t, c, ns, "late")
+	late := rt.Binding(ctx, t, c, ns, "late-deployment")
+	require.True(t, late.Status.LastScheduledTime.After(rb.CreationTimestamp.Time), "scheduled after the creation")
+
+	manifest := filepath.Join(t.TempDir(), "rb.yaml")
+	rt.WriteFile(t, manifest, "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata:\n  name: rec-late\nspec:\n  workloads:\n"+
+		"  - {apiVersion: apps/v1, kind: Deployment, namespace: rec-late, name: early}\n"+
+		"  - {apiVersion: apps/v1, kind: Deployment, namespace: rec-late, name: late}\n")
+	res := rt.Rebalance(t, cp, "-f", manifest, "-o", "wide")
+	require.Equal(t, cmd.ExitFailed, res.Code)
+	row := splitCells(lineOf(t, res.Stdout, "deployment.apps/late"))
+	assert.Equal(t, []string{"deployment.apps/late", "Successful", "Ignored"}, row[:3])
+	assert.Contains(t, row, "TriggerNotAfterLastSchedule")
+	assert.Regexp(t, `^trigger \S+Z, the creationTimestamp of workloadrebalancer rec-late, is not after the binding's lastScheduledTime, so the scheduler ignores it; rebalance the workload with a new workloadrebalancer, or without one$`, row[len(row)-1])
+	assert.Contains(t, res.Stderr, "2 workloads: 2 successful, 0 failed, 0 pending; 0 rescheduled, 1 ignored\n")
+
+	after := rt.Binding(ctx, t, c, ns, "late-deployment")
+	require.NotNil(t, after.Spec.RescheduleTriggeredAt)
+	assert.True(t, after.Spec.RescheduleTriggeredAt.Equal(&rb.CreationTimestamp), "written at the creationTimestamp, as the controller would")
+}
