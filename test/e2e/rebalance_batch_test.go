@@ -34,7 +34,7 @@ func batchFixture(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, cl
 	_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx, duplicatedPolicy(ns, "settings", []string{"member1", "member2"},
 		policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitScheduled(ctx, t, c, ns, "settings-configmap")
+	fixtures.WaitScheduled(ctx, t, c, ns, "settings-configmap")
 	clusterRoleWithPolicy(ctx, t, c, clusterRole, rebalance.BindingName(clusterRole, "ClusterRole"), []string{"member1", "member3"})
 }
 
@@ -53,7 +53,7 @@ func TestRebalanceBatch(t *testing.T) {
 	// Controller order: apiVersion, kind, namespace, name, byte-wise.
 	var order []string
 	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n")[1:] {
-		for _, cell := range splitCells(line) {
+		for _, cell := range fixtures.SplitCells(line) {
 			if strings.Contains(cell, "/") {
 				order = append(order, cell)
 				break

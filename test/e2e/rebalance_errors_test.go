@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -23,7 +24,7 @@ func TestRebalanceErrors(t *testing.T) {
 	const ns = "rb-errors"
 	createNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "app", nil, []string{"member1", "member2"}, "app")
-	before := waitScheduled(ctx, t, c, ns, "app-deployment")
+	before := fixtures.WaitScheduled(ctx, t, c, ns, "app-deployment")
 
 	// "reader" may read bindings but not write them; "nobody" may do nothing.
 	_, err := c.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{

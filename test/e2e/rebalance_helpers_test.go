@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -85,27 +84,8 @@ func deployWithPolicy(ctx context.Context, t *testing.T, c *fixtures.Clients, ns
 		fixtures.DynamicWeightPolicy(ns, policy, "apps/v1", "Deployment", names, clusters), metav1.CreateOptions{})
 	require.NoError(t, err)
 	for _, name := range names {
-		waitScheduled(ctx, t, c, ns, name+"-deployment")
+		fixtures.WaitScheduled(ctx, t, c, ns, name+"-deployment")
 	}
-}
-
-// waitScheduled waits until a binding has been scheduled successfully.
-func waitScheduled(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string) *workv1alpha2.ResourceBinding {
-	t.Helper()
-	var rb *workv1alpha2.ResourceBinding
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		rb = got
-		return got.Status.LastScheduledTime != nil && len(got.Spec.Clusters) > 0 && got.Status.SchedulerObservedGeneration == got.Generation, nil
-	})
-	require.NoError(t, err, "binding %s/%s never scheduled", ns, name)
-	return rb
 }
 
 // waitClusterScheduled waits until a cluster-scoped binding has been scheduled.
@@ -171,7 +151,7 @@ func clusterRoleWithPolicy(ctx context.Context, t *testing.T, c *fixtures.Client
 func tableRow(t *testing.T, table, workload string) []string {
 	t.Helper()
 	for _, line := range strings.Split(table, "\n") {
-		cells := splitCells(line)
+		cells := fixtures.SplitCells(line)
 		for i, cell := range cells {
 			if cell == workload {
 				return cells[i:]
@@ -180,17 +160,6 @@ func tableRow(t *testing.T, table, workload string) []string {
 	}
 	require.Failf(t, "row not found", "no row for %s in:\n%s", workload, table)
 	return nil
-}
-
-// cellSeparator is the printer's column gap: at least three spaces.
-var cellSeparator = regexp.MustCompile(`\s{3,}`)
-
-func splitCells(line string) []string {
-	line = strings.TrimSpace(line)
-	if line == "" {
-		return nil
-	}
-	return cellSeparator.Split(line, -1)
 }
 
 // samePlacement compares "{a:1, b:2}" placements regardless of order.

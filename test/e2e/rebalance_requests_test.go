@@ -33,7 +33,7 @@ func TestRebalanceRequestCount(t *testing.T) {
 		fixtures.DynamicWeightPolicy(ns, "apps", "apps/v1", "Deployment", names, []string{"member1", "member2"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	for _, name := range names {
-		waitScheduled(ctx, t, c, ns, name+"-deployment")
+		fixtures.WaitScheduled(ctx, t, c, ns, name+"-deployment")
 	}
 
 	proxy, err := cp.StartCountingProxy()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -34,9 +35,9 @@ func TestRebalanceResolution(t *testing.T) {
 		require.Equal(t, cmd.ExitOK, res.code)
 		lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 		require.Len(t, lines, 3)
-		assert.Equal(t, []string{"NAMESPACE", "WORKLOAD"}, splitCells(lines[0])[:2])
-		assert.Equal(t, []string{nsA, "deployment.apps/a1", "Successful", "Scheduled"}, splitCells(lines[1])[:4])
-		assert.Equal(t, []string{nsB, "deployment.apps/b1", "Successful", "Scheduled"}, splitCells(lines[2])[:4])
+		assert.Equal(t, []string{"NAMESPACE", "WORKLOAD"}, fixtures.SplitCells(lines[0])[:2])
+		assert.Equal(t, []string{nsA, "deployment.apps/a1", "Successful", "Scheduled"}, fixtures.SplitCells(lines[1])[:4])
+		assert.Equal(t, []string{nsB, "deployment.apps/b1", "Successful", "Scheduled"}, fixtures.SplitCells(lines[2])[:4])
 	})
 
 	t.Run("all of a type in a namespace", func(t *testing.T) {

@@ -24,13 +24,13 @@ func TestRebalanceSingleDeployment(t *testing.T) {
 	const ns = "rb-single"
 	createNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "web", nil, []string{"member1", "member2"}, "web")
-	before := waitScheduled(ctx, t, c, ns, "web-deployment")
+	before := fixtures.WaitScheduled(ctx, t, c, ns, "web-deployment")
 
 	res := rebalanceCmd(t, cp, "deploy/web", "-n", ns)
 	require.Equal(t, cmd.ExitOK, res.code)
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
 	require.Len(t, lines, 2)
-	assert.Equal(t, []string{"WORKLOAD", "RESULT", "OUTCOME", "BEFORE", "AFTER"}, splitCells(lines[0]))
+	assert.Equal(t, []string{"WORKLOAD", "RESULT", "OUTCOME", "BEFORE", "AFTER"}, fixtures.SplitCells(lines[0]))
 	row := tableRow(t, res.stdout, "deployment.apps/web")
 	assert.Equal(t, []string{"deployment.apps/web", "Successful", "Scheduled"}, row[:3])
 	assert.Equal(t, rebalance.FormatPlacement(before.Spec.Clusters), row[3])
@@ -48,7 +48,7 @@ func TestRebalanceSingleDeployment(t *testing.T) {
 	wide := rebalanceCmd(t, cp, "deploy/web", "-n", ns, "-o", "wide", "--karmada-context", harness.KarmadaContext)
 	require.Equal(t, cmd.ExitOK, wide.code)
 	assert.Equal(t, []string{"WORKLOAD", "RESULT", "OUTCOME", "BEFORE", "AFTER", "BINDING", "TRIGGERED-AT", "REASON", "MESSAGE"},
-		splitCells(strings.SplitN(wide.stdout, "\n", 2)[0]))
+		fixtures.SplitCells(strings.SplitN(wide.stdout, "\n", 2)[0]))
 	row = tableRow(t, wide.stdout, "deployment.apps/web")
 	require.Len(t, row, 9)
 	assert.Equal(t, "web-deployment", row[5])
@@ -106,12 +106,12 @@ func TestRebalanceSameSecondTrigger(t *testing.T) {
 
 	// What a WorkloadRebalancer created in the second of the last schedule
 	// writes: the scheduler sees the new generation and does nothing.
-	rb := waitScheduled(ctx, t, c, ns, "clock-deployment")
+	rb := fixtures.WaitScheduled(ctx, t, c, ns, "clock-deployment")
 	last := rb.Status.LastScheduledTime.Time
 	patch := `{"spec":{"rescheduleTriggeredAt":"` + last.UTC().Format(time.RFC3339) + `"}}`
 	written, err := rbs.Patch(ctx, "clock-deployment", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
-	rb = waitScheduled(ctx, t, c, ns, "clock-deployment")
+	rb = fixtures.WaitScheduled(ctx, t, c, ns, "clock-deployment")
 	require.GreaterOrEqual(t, rb.Status.SchedulerObservedGeneration, written.Generation)
 	assert.True(t, last.Equal(rb.Status.LastScheduledTime.Time), "a same-second trigger is ignored: lastScheduledTime stays %s, got %s", last, rb.Status.LastScheduledTime)
 
@@ -141,7 +141,7 @@ func TestRebalanceDryRun(t *testing.T) {
 	const ns = "rb-dry"
 	createNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "dry", nil, []string{"member1", "member2"}, "dry")
-	before := waitScheduled(ctx, t, c, ns, "dry-deployment")
+	before := fixtures.WaitScheduled(ctx, t, c, ns, "dry-deployment")
 
 	tests := []struct {
 		flag, marker string
@@ -179,7 +179,7 @@ func TestRebalanceHandWrittenTrigger(t *testing.T) {
 	rbs := c.Karmada.WorkV1alpha2().ResourceBindings(ns)
 	_, err := rbs.Patch(ctx, "app-deployment", types.MergePatchType, []byte(`{"spec":{"rescheduleTriggeredAt":"2020-01-01T02:00:00+02:00"}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	waitScheduled(ctx, t, c, ns, "app-deployment")
+	fixtures.WaitScheduled(ctx, t, c, ns, "app-deployment")
 
 	res := rebalanceCmd(t, cp, "deploy/app", "-n", ns, "-o", "wide")
 	require.Equal(t, cmd.ExitOK, res.code)

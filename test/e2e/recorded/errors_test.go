@@ -115,7 +115,7 @@ func TestRecordForbidden(t *testing.T) {
 		// An administrator records the results; nothing is triggered again.
 		admin := rt.Rebalance(t, cp, "workloadrebalancer/"+name, "-o", "wide")
 		assert.Equal(t, cmd.ExitOK, admin.Code)
-		assert.Contains(t, lineOf(t, admin.Stdout, "deployment.apps/web"), "the binding already holds trigger")
+		assert.Contains(t, fixtures.TableLine(t, admin.Stdout, "deployment.apps/web"), "the binding already holds trigger")
 		assert.Equal(t, triggered.Generation, rt.Binding(ctx, t, c, ns, "web-deployment").Generation)
 		rb = rt.Rebalancer(ctx, t, c, name)
 		assert.True(t, finished(rb))

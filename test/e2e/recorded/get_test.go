@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -40,15 +41,15 @@ func TestGet(t *testing.T) {
 	t.Run("list", func(t *testing.T) {
 		res := rt.Rebalance(t, cp, "get")
 		require.Equal(t, cmd.ExitOK, res.Code)
-		assert.Equal(t, []string{"NAME", "WORKLOADS", "SUCCESSFUL", "FAILED", "PENDING", "FINISHED", "AGE", "TTL-LEFT"}, splitCells(strings.SplitN(res.Stdout, "\n", 2)[0]))
-		a := splitCells(lineOf(t, res.Stdout, "rec-get-a"))
+		assert.Equal(t, []string{"NAME", "WORKLOADS", "SUCCESSFUL", "FAILED", "PENDING", "FINISHED", "AGE", "TTL-LEFT"}, fixtures.SplitCells(strings.SplitN(res.Stdout, "\n", 2)[0]))
+		a := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "rec-get-a"))
 		assert.Equal(t, []string{"rec-get-a", "2", "1", "1", "0"}, a[:5])
 		assert.Regexp(t, `^\d+s$`, a[5], "finished seconds ago")
 		assert.Equal(t, "<none>", a[7], "no ttl")
-		b := splitCells(lineOf(t, res.Stdout, "rec-get-b"))
+		b := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "rec-get-b"))
 		assert.Equal(t, []string{"rec-get-b", "1", "1", "0", "0"}, b[:5])
 		assert.Regexp(t, `^(59m|60m)`, b[7], "about an hour left")
-		hand := splitCells(lineOf(t, res.Stdout, "rec-get-hand"))
+		hand := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "rec-get-hand"))
 		assert.Equal(t, []string{"rec-get-hand", "2", "0", "0", "2", "<none>"}, hand[:6], "not reconciled: both pending")
 		assert.Equal(t, "<none>", hand[7])
 	})
@@ -57,11 +58,11 @@ func TestGet(t *testing.T) {
 		res := rt.Rebalance(t, cp, "get", "-o", "wide")
 		require.Equal(t, cmd.ExitOK, res.Code)
 		assert.Equal(t, []string{"NAME", "WORKLOADS", "SUCCESSFUL", "FAILED", "PENDING", "FINISHED", "AGE", "TTL-LEFT", "GENERATION", "TTL", "FINISH-TIME"},
-			splitCells(strings.SplitN(res.Stdout, "\n", 2)[0]))
-		b := splitCells(lineOf(t, res.Stdout, "rec-get-b"))
+			fixtures.SplitCells(strings.SplitN(res.Stdout, "\n", 2)[0]))
+		b := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "rec-get-b"))
 		assert.Equal(t, []string{"1/1", "3600s"}, b[8:10])
 		assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`, b[10])
-		assert.Equal(t, []string{"0/1", "<none>", "<none>"}, splitCells(lineOf(t, res.Stdout, "rec-get-hand"))[8:])
+		assert.Equal(t, []string{"0/1", "<none>", "<none>"}, fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "rec-get-hand"))[8:])
 	})
 
 	t.Run("list as names, yaml and json", func(t *testing.T) {
@@ -87,15 +88,15 @@ func TestGet(t *testing.T) {
 	t.Run("one", func(t *testing.T) {
 		res := rt.Rebalance(t, cp, "get", "rec-get-a")
 		require.Equal(t, cmd.ExitOK, res.Code)
-		assert.Equal(t, []string{"WORKLOAD", "RESULT", "REASON", "IN-SPEC"}, splitCells(strings.SplitN(res.Stdout, "\n", 2)[0]))
-		assert.Equal(t, []string{"deployment.apps/ghost", "Failed", "ReferencedBindingNotFound", "yes"}, splitCells(lineOf(t, res.Stdout, "deployment.apps/ghost")))
-		assert.Equal(t, []string{"deployment.apps/web", "Successful", "<none>", "yes"}, splitCells(lineOf(t, res.Stdout, "deployment.apps/web")))
+		assert.Equal(t, []string{"WORKLOAD", "RESULT", "REASON", "IN-SPEC"}, fixtures.SplitCells(strings.SplitN(res.Stdout, "\n", 2)[0]))
+		assert.Equal(t, []string{"deployment.apps/ghost", "Failed", "ReferencedBindingNotFound", "yes"}, fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/ghost")))
+		assert.Equal(t, []string{"deployment.apps/web", "Successful", "<none>", "yes"}, fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/web")))
 		assert.Regexp(t, `^workloadrebalancer rec-get-a, generation 1: 2 workloads: 1 successful, 1 failed, 0 pending; finished at \S+Z\n$`, res.Stderr)
 
 		wide := rt.Rebalance(t, cp, "get", "rec-get-hand", "-o", "wide")
 		require.Equal(t, cmd.ExitOK, wide.Code)
-		assert.Equal(t, []string{"NAMESPACE", "WORKLOAD", "RESULT", "REASON", "IN-SPEC", "BINDING", "API-VERSION"}, splitCells(strings.SplitN(wide.Stdout, "\n", 2)[0]))
-		assert.Equal(t, []string{"other", "deployment.apps/x", "Pending", "<none>", "yes", "x-deployment", "apps/v1"}, splitCells(lineOf(t, wide.Stdout, "deployment.apps/x")))
+		assert.Equal(t, []string{"NAMESPACE", "WORKLOAD", "RESULT", "REASON", "IN-SPEC", "BINDING", "API-VERSION"}, fixtures.SplitCells(strings.SplitN(wide.Stdout, "\n", 2)[0]))
+		assert.Equal(t, []string{"other", "deployment.apps/x", "Pending", "<none>", "yes", "x-deployment", "apps/v1"}, fixtures.SplitCells(fixtures.TableLine(t, wide.Stdout, "deployment.apps/x")))
 		assert.Contains(t, wide.Stderr, "(generation 1 not reconciled yet)")
 	})
 

@@ -2,8 +2,6 @@ package recorded
 
 import (
 	"context"
-	"regexp"
-	"strings"
 	"sync"
 	"testing"
 
@@ -15,31 +13,6 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 )
-
-// lineOf returns the table line holding cell.
-func lineOf(t *testing.T, table, cell string) string {
-	t.Helper()
-	for _, line := range strings.Split(table, "\n") {
-		for _, c := range splitCells(line) {
-			if c == cell {
-				return line
-			}
-		}
-	}
-	require.Failf(t, "no such line", "no line with %q in:\n%s", cell, table)
-	return ""
-}
-
-// cellSeparator is the printer's column gap: at least three spaces.
-var cellSeparator = regexp.MustCompile(`\s{3,}`)
-
-func splitCells(line string) []string {
-	line = strings.TrimSpace(line)
-	if line == "" {
-		return nil
-	}
-	return cellSeparator.Split(line, -1)
-}
 
 // rebalancerWatcher records every event of one WorkloadRebalancer.
 type rebalancerWatcher struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -32,8 +33,8 @@ func TestRecordWithName(t *testing.T) {
 	require.Equal(t, cmd.ExitFailed, res.Code, "ghost has no binding")
 	assert.Contains(t, res.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" created\n")
 	assert.Contains(t, res.Stderr, "3 workloads: 2 successful, 1 failed, 0 pending; 2 rescheduled, 0 ignored\n")
-	assert.Equal(t, []string{"deployment.apps/api", "Successful", "Scheduled"}, splitCells(lineOf(t, res.Stdout, "deployment.apps/api"))[:3])
-	assert.Equal(t, []string{"deployment.apps/ghost", "Failed", "<none>"}, splitCells(lineOf(t, res.Stdout, "deployment.apps/ghost"))[:3])
+	assert.Equal(t, []string{"deployment.apps/api", "Successful", "Scheduled"}, fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/api"))[:3])
+	assert.Equal(t, []string{"deployment.apps/ghost", "Failed", "<none>"}, fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/ghost"))[:3])
 
 	rb := rt.Rebalancer(ctx, t, c, name)
 	require.NotNil(t, rb)
@@ -58,7 +59,7 @@ func TestRecordWithName(t *testing.T) {
 	again := rt.Rebalance(t, cp, "deploy/api", "deploy/ghost", "deploy/web", "-n", ns, "--name", name, "-o", "wide")
 	require.Equal(t, cmd.ExitFailed, again.Code)
 	assert.True(t, strings.HasPrefix(again.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" unchanged\n"), again.Stderr)
-	assert.Contains(t, lineOf(t, again.Stdout, "deployment.apps/web"), "recorded by an earlier pass")
+	assert.Contains(t, fixtures.TableLine(t, again.Stdout, "deployment.apps/web"), "recorded by an earlier pass")
 	assert.Equal(t, web.Generation, rt.Binding(ctx, t, c, ns, "web-deployment").Generation, "no second trigger")
 	after := rt.Rebalancer(ctx, t, c, name)
 	assert.Equal(t, rb.Status, after.Status, "nothing to record")
@@ -293,7 +294,7 @@ func TestRecordLateWorkloadIsReportedIgnored(t *testing.T) {
 		"  - {apiVersion: apps/v1, kind: Deployment, namespace: rec-late, name: late}\n")
 	res := rt.Rebalance(t, cp, "-f", manifest, "-o", "wide")
 	require.Equal(t, cmd.ExitFailed, res.Code)
-	row := splitCells(lineOf(t, res.Stdout, "deployment.apps/late"))
+	row := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/late"))
 	assert.Equal(t, []string{"deployment.apps/late", "Successful", "Ignored"}, row[:3])
 	assert.Contains(t, row, "TriggerNotAfterLastSchedule")
 	assert.Regexp(t, `^trigger \S+Z, the creationTimestamp of workloadrebalancer rec-late, is not after the binding's lastScheduledTime, so the scheduler ignores it; rebalance the workload with a new workloadrebalancer, or without one$`, row[len(row)-1])

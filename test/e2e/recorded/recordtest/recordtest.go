@@ -201,27 +201,8 @@ func Deployments(ctx context.Context, t *testing.T, c *fixtures.Clients, ns stri
 		fixtures.DynamicWeightPolicy(ns, "policy-"+names[0], "apps/v1", "Deployment", names, []string{"member1", "member2"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	for _, name := range names {
-		WaitScheduled(ctx, t, c, ns, name+"-deployment")
+		fixtures.WaitScheduled(ctx, t, c, ns, name+"-deployment")
 	}
-}
-
-// WaitScheduled waits until a binding has been scheduled successfully.
-func WaitScheduled(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string) *workv1alpha2.ResourceBinding {
-	t.Helper()
-	var rb *workv1alpha2.ResourceBinding
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		rb = got
-		return got.Status.LastScheduledTime != nil && len(got.Spec.Clusters) > 0 && got.Status.SchedulerObservedGeneration == got.Generation, nil
-	})
-	require.NoError(t, err, "binding %s/%s never scheduled", ns, name)
-	return rb
 }
 
 // Binding reads a ResourceBinding.

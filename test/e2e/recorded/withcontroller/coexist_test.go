@@ -163,9 +163,9 @@ func TestServerSideWithTheController(t *testing.T) {
 
 	res := rt.Rebalance(t, cp, "deploy/web", "deploy/ghost", "-n", ns, "--name", name, "--server-side", "--ttl", "2", "-o", "wide")
 	require.Equal(t, cmd.ExitFailed, res.Code, "ghost has no binding")
-	web := splitCells(lineOf(t, res.Stdout, "deployment.apps/web"))
+	web := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/web"))
 	assert.Equal(t, []string{"deployment.apps/web", "Successful", "Scheduled"}, web[:3])
-	ghost := splitCells(lineOf(t, res.Stdout, "deployment.apps/ghost"))
+	ghost := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/ghost"))
 	assert.Equal(t, []string{"deployment.apps/ghost", "Failed"}, ghost[:2])
 	assert.Contains(t, res.Stdout, "ReferencedBindingNotFound")
 	assert.Contains(t, res.Stderr, "2 workloads: 1 successful, 1 failed, 0 pending; 1 rescheduled, 0 ignored\n")
@@ -226,6 +226,6 @@ func TestDemoServerSide(t *testing.T) {
 	}, rb.Status.ObservedWorkloads)
 	require.NotNil(t, rb.Status.FinishTime)
 	assert.True(t, rb.Status.FinishTime.After(firstFinish))
-	three := splitCells(lineOf(t, edited.Stdout, "deployment.apps/demo-deploy-3"))
+	three := fixtures.SplitCells(fixtures.TableLine(t, edited.Stdout, "deployment.apps/demo-deploy-3"))
 	assert.Equal(t, []string{"deployment.apps/demo-deploy-3", "Successful", "Scheduled"}, three[:3])
 }
