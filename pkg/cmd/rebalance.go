@@ -339,16 +339,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		return nil
 	}
 
-	config, err := o.factory.ToRESTConfig()
+	client, clock, err := o.clockedClient()
 	if err != nil {
-		return withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	clock := rebalance.NewServerClock()
-	config = rest.CopyConfig(config)
-	config.Wrap(clock.Wrap)
-	client, err := karmadaclient.NewForConfig(config)
-	if err != nil {
-		return withExitCode(ExitError, o.kubeconfigError(err))
+		return err
 	}
 
 	progress := newProgressLine(o.ErrOut)
@@ -467,4 +460,21 @@ func (o *RebalanceOptions) serverURL() string {
 		return "unknown server"
 	}
 	return config.Host
+}
+
+// clockedClient builds a Karmada client whose responses feed a server clock,
+// so that trigger times come from the API server, never from this machine.
+func (o *RebalanceOptions) clockedClient() (karmadaclient.Interface, *rebalance.ServerClock, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	clock := rebalance.NewServerClock()
+	config = rest.CopyConfig(config)
+	config.Wrap(clock.Wrap)
+	client, err := karmadaclient.NewForConfig(config)
+	if err != nil {
+		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	return client, clock, nil
 }

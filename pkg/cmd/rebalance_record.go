@@ -9,7 +9,6 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
-	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/rest"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
@@ -179,16 +177,9 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		return withExitCode(ExitError, o.apiError(err))
 	}
 
-	config, err := o.factory.ToRESTConfig()
+	client, clock, err := o.clockedClient()
 	if err != nil {
-		return withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	clock := rebalance.NewServerClock()
-	config = rest.CopyConfig(config)
-	config.Wrap(clock.Wrap)
-	client, err := karmadaclient.NewForConfig(config)
-	if err != nil {
-		return withExitCode(ExitError, o.kubeconfigError(err))
+		return err
 	}
 
 	progress := newProgressLine(o.ErrOut)
