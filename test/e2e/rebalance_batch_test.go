@@ -25,7 +25,7 @@ import (
 // holds a colon under policies, and waits for their bindings.
 func batchFixture(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, clusterRole string) {
 	t.Helper()
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "web", nil, []string{"member1", "member2"}, "web")
 	_, err := c.Kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}, Data: map[string]string{"mode": "fast"},
@@ -42,7 +42,7 @@ func batchFixture(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, cl
 // cluster-scoped, and one that does not exist, in one command.
 func TestRebalanceBatch(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, role = "rb-batch", "rb-batch:reader"
 	batchFixture(ctx, t, c, ns, role)
 
@@ -84,7 +84,7 @@ func TestRebalanceBatch(t *testing.T) {
 // Karmada's own controller comes to the same status.
 func TestRebalanceOutputIsAnApplicableRebalancer(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, role = "rb-yaml", "rb-yaml:reader"
 	batchFixture(ctx, t, c, ns, role)
 

@@ -20,9 +20,9 @@ import (
 // connection end in one actionable line and exit code 1, and write nothing.
 func TestRebalanceErrors(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-errors"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "app", nil, []string{"member1", "member2"}, "app")
 	before := fixtures.WaitScheduled(ctx, t, c, ns, "app-deployment")
 
@@ -135,9 +135,9 @@ spec:
 // for any request leaves the workload pending and says so.
 func TestRebalanceTimeoutLeavesPending(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-timeout"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "slow", nil, []string{"member1", "member2"}, "slow")
 
 	res := rebalanceCmd(t, cp, "deploy/slow", "-n", ns, "--timeout", "1ms", "-o", "wide")

@@ -12,7 +12,6 @@ import (
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,31 +40,6 @@ func rebalanceCmd(t *testing.T, cp *harness.ControlPlane, args ...string) comman
 	res := commandResult{code: code, stdout: out.String(), stderr: errOut.String()}
 	t.Logf("kubectl rebalance %s\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
 	return res
-}
-
-// e2eContext bounds a test's own waits.
-func e2eContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func clients(t *testing.T, cp *harness.ControlPlane) *fixtures.Clients {
-	t.Helper()
-	c, err := fixtures.NewClients(cp.Karmada)
-	require.NoError(t, err)
-	return c
-}
-
-// createNamespace makes a namespace of the test's own and removes it after.
-func createNamespace(ctx context.Context, t *testing.T, c *fixtures.Clients, name string) {
-	t.Helper()
-	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 }
 
 // deployWithPolicy creates Deployments with the tutorial's dynamic-weight

@@ -26,9 +26,9 @@ import (
 // happen, and does not wait for it.
 func TestRebalanceIgnoredTriggers(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-ignored"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 
 	// Scheduling suspended on a scheduled binding.
 	deployWithPolicy(ctx, t, c, ns, "paused", nil, []string{"member1", "member2"}, "paused")

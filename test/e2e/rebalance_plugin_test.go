@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -30,9 +31,9 @@ func TestRebalanceAsKubectlPlugin(t *testing.T) {
 	if err != nil {
 		t.Skip("kubectl is not on PATH")
 	}
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-plugin"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "web", nil, []string{"member1", "member2"}, "web")
 
 	bin := t.TempDir()

@@ -19,9 +19,9 @@ import (
 // lists and watches however many workloads there are.
 func TestRebalanceRequestCount(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, size = "rb-requests", 12
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	names := make([]string, 0, size)
 	for i := range size {
 		name := fmt.Sprintf("app%02d", i)

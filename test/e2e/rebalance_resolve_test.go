@@ -20,10 +20,10 @@ import (
 // WorkloadRebalancer.
 func TestRebalanceResolution(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const nsA, nsB, nsEmpty = "rb-sel-a", "rb-sel-b", "rb-sel-empty"
 	for _, ns := range []string{nsA, nsB, nsEmpty} {
-		createNamespace(ctx, t, c, ns)
+		fixtures.TestNamespace(ctx, t, c, ns)
 	}
 	selected := map[string]string{"rebalance-e2e": "selector"}
 	deployWithPolicy(ctx, t, c, nsA, "a-selected", selected, []string{"member1", "member2"}, "a1")

@@ -20,9 +20,9 @@ import (
 // table against the binding.
 func TestRebalanceSingleDeployment(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-single"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "web", nil, []string{"member1", "member2"}, "web")
 	before := fixtures.WaitScheduled(ctx, t, c, ns, "web-deployment")
 
@@ -63,9 +63,9 @@ func TestRebalanceSingleDeployment(t *testing.T) {
 // taint is gone, and come back with one `kubectl rebalance`.
 func TestRebalanceFailoverAndBack(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rb-failover", "app"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, name, nil, []string{"member1", "member2"}, name)
 	_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", 2*time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err)
@@ -98,9 +98,9 @@ func TestRebalanceFailoverAndBack(t *testing.T) {
 // does not fall into it.
 func TestRebalanceSameSecondTrigger(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-clock"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "clock", nil, []string{"member1", "member2"}, "clock")
 	rbs := c.Karmada.WorkV1alpha2().ResourceBindings(ns)
 
@@ -137,9 +137,9 @@ func TestRebalanceSameSecondTrigger(t *testing.T) {
 // TestRebalanceDryRun checks that neither dry run changes the binding.
 func TestRebalanceDryRun(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-dry"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "dry", nil, []string{"member1", "member2"}, "dry")
 	before := fixtures.WaitScheduled(ctx, t, c, ns, "dry-deployment")
 
@@ -172,9 +172,9 @@ func TestRebalanceDryRun(t *testing.T) {
 // replaces it once.
 func TestRebalanceHandWrittenTrigger(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := e2eContext(t), clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rb-handwritten"
-	createNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, "app", nil, []string{"member1", "member2"}, "app")
 	rbs := c.Karmada.WorkV1alpha2().ResourceBindings(ns)
 	_, err := rbs.Patch(ctx, "app-deployment", types.MergePatchType, []byte(`{"spec":{"rescheduleTriggeredAt":"2020-01-01T02:00:00+02:00"}}`), metav1.PatchOptions{})

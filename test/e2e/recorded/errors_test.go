@@ -28,10 +28,10 @@ import (
 // exit code 1, and creates nothing.
 func TestRecordBadInput(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, empty = "rec-bad", "rec-bad-empty"
-	rt.Namespace(ctx, t, c, ns)
-	rt.Namespace(ctx, t, c, empty)
+	fixtures.TestNamespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, empty)
 	rt.Deployments(ctx, t, c, ns, "web")
 	before := rt.Binding(ctx, t, c, ns, "web-deployment")
 
@@ -76,9 +76,9 @@ func TestRecordBadInput(t *testing.T) {
 // resource, and what is left when something was already written.
 func TestRecordForbidden(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rec-forbidden"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 
 	// Every user may rebalance in the namespace; what they may do with
@@ -191,9 +191,9 @@ func grantRebalancers(ctx context.Context, t *testing.T, c *fixtures.Clients, us
 // listing say so; rebalancing without a record still works.
 func TestRecordWithoutTheCRD(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rec-nocrd"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 	manifest := filepath.Join(t.TempDir(), "rb.yaml")
 	rt.WriteFile(t, manifest, "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\nmetadata:\n  name: rec-nocrd\nspec:\n  workloads:\n  - apiVersion: apps/v1\n    kind: Deployment\n    namespace: rec-nocrd\n    name: web\n")

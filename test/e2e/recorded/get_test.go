@@ -22,9 +22,9 @@ import (
 // spec was never reconciled.
 func TestGet(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rec-get"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web", "api")
 	for _, name := range []string{"rec-get-a", "rec-get-b", "rec-get-hand"} {
 		rt.DeleteRebalancerAfter(t, c, name)

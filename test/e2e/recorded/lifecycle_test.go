@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -37,9 +38,9 @@ func finished(rb *appsv1alpha1.WorkloadRebalancer) bool {
 // restarts the countdown.
 func TestRecordSpecEditDuringTTL(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-edit", "rec-edit"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web", "api")
 	rt.DeleteRebalancerAfter(t, c, name)
 	watcher := startWatching(ctx, t, c, name)
@@ -91,9 +92,9 @@ func TestRecordSpecEditDuringTTL(t *testing.T) {
 // its ttl: the command finishes cleanly.
 func TestRecordDeletedByOthers(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-deleted", "rec-deleted"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 	rt.DeleteRebalancerAfter(t, c, name)
 
@@ -112,9 +113,9 @@ func TestRecordDeletedByOthers(t *testing.T) {
 // object complete and consistent; a later run picks it up.
 func TestRecordInterruptedTTLWait(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-signal", "rec-signal"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 	rt.DeleteRebalancerAfter(t, c, name)
 
@@ -149,9 +150,9 @@ func TestRecordInterruptedTTLWait(t *testing.T) {
 // the time allowed, says so, and leaves the object for the client to finish.
 func TestRecordServerSideWithoutController(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-serverside", "rec-serverside"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 	rt.DeleteRebalancerAfter(t, c, name)
 	before := rt.Binding(ctx, t, c, ns, "web-deployment")

@@ -23,9 +23,9 @@ import (
 // other workloads the object is left alone.
 func TestRecordWithName(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-name", "rec-name"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web", "api")
 	rt.DeleteRebalancerAfter(t, c, name)
 
@@ -82,9 +82,9 @@ func TestRecordWithName(t *testing.T) {
 // one sorts by time; a ttl of 0 deletes the object as soon as it finished.
 func TestRecordGeneratedNameAndTTLZero(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rec-ttl0"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 
 	res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--ttl", "0")
@@ -107,9 +107,9 @@ func TestRecordGeneratedNameAndTTLZero(t *testing.T) {
 // --wait-ttl=false the object stays until a later run deletes it.
 func TestRecordTTL(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns = "rec-ttl"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 
 	t.Run("wait and delete", func(t *testing.T) {
@@ -182,9 +182,9 @@ func TestRecordTTL(t *testing.T) {
 // demo-deploy-3, observes generation 2 and gets a new finish time.
 func TestRecordDemoManifestEdit(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-demo", "demo"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "demo-deploy-1", "demo-deploy-3")
 	rt.DeleteRebalancerAfter(t, c, name)
 
@@ -273,9 +273,9 @@ spec:
 // scheduler ignores it, and the command says so instead of claiming success.
 func TestRecordLateWorkloadIsReportedIgnored(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-late", "rec-late"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "early")
 	rt.DeleteRebalancerAfter(t, c, name)
 

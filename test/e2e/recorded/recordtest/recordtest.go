@@ -19,7 +19,6 @@ import (
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -161,32 +160,6 @@ func (p *Process) Wait(t *testing.T, timeout time.Duration) Result {
 		require.FailNow(t, "the process did not exit", "after %s; stderr so far:\n%s", timeout, p.Stderr())
 	}
 	return Result{}
-}
-
-// Context bounds a test's own waits.
-func Context(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// Clients returns admin clients of the Karmada apiserver.
-func Clients(t *testing.T, cp *harness.ControlPlane) *fixtures.Clients {
-	t.Helper()
-	c, err := fixtures.NewClients(cp.Karmada)
-	require.NoError(t, err)
-	return c
-}
-
-// Namespace makes a namespace of the test's own and removes it after.
-func Namespace(ctx context.Context, t *testing.T, c *fixtures.Clients, name string) {
-	t.Helper()
-	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
 }
 
 // Deployments creates Deployments with the tutorial's dynamic-weight policy

@@ -92,11 +92,11 @@ func watchBindings(ctx context.Context, t *testing.T, c *fixtures.Clients, ns st
 // per binding, one deletion, and the command ends cleanly whoever deletes.
 func TestCoexistWithTheController(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	// A fresh name each run, so that -count=N repeats the race.
 	ns := "co-ttl-" + utilrand.String(5)
 	name := ns
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web", "api")
 	rt.DeleteRebalancerAfter(t, c, name)
 	rebalancerEvents := watchRebalancer(ctx, t, c, name)
@@ -154,9 +154,9 @@ func TestCoexistWithTheController(t *testing.T) {
 // follows its status and, with a ttl, its deletion.
 func TestServerSideWithTheController(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "co-server", "co-server"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "web")
 	rt.DeleteRebalancerAfter(t, c, name)
 	rebalancerEvents := watchRebalancer(ctx, t, c, name)
@@ -188,9 +188,9 @@ func TestServerSideWithTheController(t *testing.T) {
 // (see the recorded package's TestRecordDemoManifestEdit).
 func TestDemoServerSide(t *testing.T) {
 	cp := harness.Require(t)
-	ctx, c := rt.Context(t), rt.Clients(t, cp)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "co-demo", "co-demo"
-	rt.Namespace(ctx, t, c, ns)
+	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "demo-deploy-1", "demo-deploy-3")
 	rt.DeleteRebalancerAfter(t, c, name)
 
