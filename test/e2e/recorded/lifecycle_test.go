@@ -46,8 +46,7 @@ func TestRecordSpecEditDuringTTL(t *testing.T) {
 	watcher := startWatching(ctx, t, c, name)
 
 	p := rt.StartBinary(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "6")
-	require.Eventually(t, func() bool { return strings.Contains(p.Stderr(), "it is deleted at") }, 2*time.Minute, 50*time.Millisecond,
-		"the countdown starts; stderr so far:\n%s", p.Stderr())
+	p.WaitForCountdown(t)
 	first := rt.Rebalancer(ctx, t, c, name)
 	require.True(t, finished(first))
 	firstFinish := first.Status.FinishTime.Time
@@ -99,8 +98,7 @@ func TestRecordDeletedByOthers(t *testing.T) {
 	rt.DeleteRebalancerAfter(t, c, name)
 
 	p := rt.StartBinary(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "300")
-	require.Eventually(t, func() bool { return strings.Contains(p.Stderr(), "it is deleted at") }, 2*time.Minute, 50*time.Millisecond,
-		"the countdown starts; stderr so far:\n%s", p.Stderr())
+	p.WaitForCountdown(t)
 	require.NoError(t, c.Karmada.AppsV1alpha1().WorkloadRebalancers().Delete(ctx, name, metav1.DeleteOptions{}))
 
 	res := p.Wait(t, 30*time.Second)
@@ -120,8 +118,7 @@ func TestRecordInterruptedTTLWait(t *testing.T) {
 	rt.DeleteRebalancerAfter(t, c, name)
 
 	p := rt.StartBinary(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "120")
-	require.Eventually(t, func() bool { return strings.Contains(p.Stderr(), "it is deleted at") }, 2*time.Minute, 50*time.Millisecond,
-		"the countdown starts; stderr so far:\n%s", p.Stderr())
+	p.WaitForCountdown(t)
 	require.NoError(t, p.Cmd.Process.Signal(os.Interrupt))
 	res := p.Wait(t, 30*time.Second)
 

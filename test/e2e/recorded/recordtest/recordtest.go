@@ -139,6 +139,19 @@ func StartBinary(t *testing.T, cp *harness.ControlPlane, args ...string) *Proces
 // Stderr is what the process wrote to stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 
+// WaitForCountdown waits until the command announced when it deletes the
+// object, and fails with the stderr seen by then.
+func (p *Process) WaitForCountdown(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(p.Stderr(), "it is deleted at") {
+		if time.Now().After(deadline) {
+			require.FailNow(t, "the countdown never started", "stderr so far:\n%s", p.Stderr())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Wait waits for the process to exit and returns its result.
 func (p *Process) Wait(t *testing.T, timeout time.Duration) Result {
 	t.Helper()
