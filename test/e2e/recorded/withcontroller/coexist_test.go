@@ -193,6 +193,9 @@ func TestDemoServerSide(t *testing.T) {
 	fixtures.TestNamespace(ctx, t, c, ns)
 	rt.Deployments(ctx, t, c, ns, "demo-deploy-1", "demo-deploy-3")
 	rt.DeleteRebalancerAfter(t, c, name)
+	// demo-deploy-3 joins later but is triggered at the creationTimestamp:
+	// create the rebalancer in a later second than its last schedule.
+	time.Sleep(1100 * time.Millisecond)
 
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "demo.yaml"), filepath.Join(dir, "demo-edited.yaml")
