@@ -346,8 +346,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 
 	progress := newProgressLine(o.ErrOut)
 	runner := &rebalance.Runner{
-		API:   rebalance.NewBindingAPI(client),
-		Clock: clock,
+		API:      rebalance.NewBindingAPI(client),
+		Clock:    clock,
+		Failures: o.failureEvents(),
 		Options: rebalance.Options{
 			DryRun:   o.DryRun,
 			Wait:     o.Wait,
@@ -460,6 +461,17 @@ func (o *RebalanceOptions) serverURL() string {
 		return "unknown server"
 	}
 	return config.Host
+}
+
+// failureEvents reads the scheduler's failure events from the Karmada
+// apiserver. Without it (no client could be made), a binding that was failing
+// before its trigger is only reported when the run ends.
+func (o *RebalanceOptions) failureEvents() rebalance.FailureEvents {
+	kube, err := o.factory.KubernetesClientSet()
+	if err != nil {
+		return nil
+	}
+	return rebalance.NewFailureEvents(kube)
 }
 
 // clockedClient builds a Karmada client whose responses feed a server clock,

@@ -197,8 +197,9 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 	rec := &rebalance.Recorder{
 		Client: client.AppsV1alpha1().WorkloadRebalancers(),
 		Runner: &rebalance.Runner{
-			API:   api,
-			Clock: clock,
+			API:      api,
+			Clock:    clock,
+			Failures: o.failureEvents(),
 			Options: rebalance.Options{
 				Wait:     o.Wait,
 				Workers:  o.Burst,

@@ -145,6 +145,10 @@ type Runner struct {
 	API BindingAPI
 	// Clock is fed by the responses of API; trigger times come from it.
 	Clock *ServerClock
+	// Failures, when set, tells a binding that was failing before its trigger
+	// and failed again after it; without it such a binding waits until the
+	// run ends.
+	Failures FailureEvents
 	Options
 }
 

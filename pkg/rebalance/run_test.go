@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -495,4 +496,69 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(requests)/size, "requests/workload")
+}
+
+// fakeFailures reports one failure event per binding, at a fixed time.
+type fakeFailures struct {
+	at    map[bindingKey]time.Time
+	err   error
+	calls int
+}
+
+func (f *fakeFailures) LastFailure(_ context.Context, b *Binding) (time.Time, string, error) {
+	f.calls++
+	if f.err != nil {
+		return time.Time{}, "", f.err
+	}
+	return f.at[b.key()], "0/2 clusters are available: 2 cluster(s) did not match the placement cluster affinity constraint.", nil
+}
+
+func TestRunRepeatedFailureIsToldByTheSchedulersEvents(t *testing.T) {
+	failing := func() *Binding {
+		b := scheduledBinding(webDeploy, serverNow.Add(-time.Hour))
+		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: workv1alpha2.Scheduled, Status: metav1.ConditionFalse,
+			Reason: "NoClusterFit", Message: "0/2 clusters are available.", LastTransitionTime: metav1.NewTime(serverNow.Add(-time.Minute))})
+		return b
+	}
+	web := bindingKey{"shop", "web-deployment"}
+	tests := []struct {
+		name     string
+		failures *fakeFailures
+		want     Observation
+	}{{
+		name:     "failed again after the trigger",
+		failures: &fakeFailures{at: map[bindingKey]time.Time{web: serverNow.Add(300 * time.Millisecond)}},
+		want: Observation{Outcome: OutcomeSchedulingFailed, Reason: "NoClusterFit",
+			Message: "0/2 clusters are available: 2 cluster(s) did not match the placement cluster affinity constraint."},
+	}, {
+		name:     "only failures from before the trigger",
+		failures: &fakeFailures{at: map[bindingKey]time.Time{web: serverNow.Add(-time.Minute)}},
+		want:     Observation{Outcome: OutcomeWaiting, Reason: ReasonFailedBeforeTrigger},
+	}, {
+		name:     "events cannot be read",
+		failures: &fakeFailures{err: apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no events for you"))},
+		want:     Observation{Outcome: OutcomeWaiting, Reason: ReasonFailedBeforeTrigger},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRunnerFixture(Options{Wait: true})
+			f.api.add(failing())
+			// The scheduler tries again and fails the same way: only the
+			// observed generation is left as it was.
+			f.api.scheduler = func(*Binding, time.Time) bool { return false }
+			f.runner.Failures = tt.failures
+
+			result, err := f.run(t, 2500*time.Millisecond, targetsOf(webDeploy)...)
+			require.NoError(t, err)
+			got := result.Rows[0].Observation
+			assert.Equal(t, tt.want.Outcome, got.Outcome)
+			assert.Equal(t, tt.want.Reason, got.Reason)
+			if tt.want.Message != "" {
+				assert.Equal(t, tt.want.Message, got.Message)
+			}
+			if tt.failures.err != nil {
+				assert.Equal(t, 1, tt.failures.calls, "a refused read is not repeated")
+			}
+		})
+	}
 }

@@ -23,6 +23,8 @@ import (
 type Binding struct {
 	// Namespace is empty for a ClusterResourceBinding.
 	Namespace, Name string
+	// UID tells the binding's events from those of a namesake.
+	UID types.UID
 	// ResourceVersion guards the trigger write against concurrent changes.
 	ResourceVersion string
 	// Generation changes with every spec write, the trigger included.
@@ -44,7 +46,7 @@ func (b *Binding) key() bindingKey { return bindingKey{b.Namespace, b.Name} }
 
 func fromResourceBinding(rb *workv1alpha2.ResourceBinding) *Binding {
 	return &Binding{
-		Namespace: rb.Namespace, Name: rb.Name, ResourceVersion: rb.ResourceVersion, Generation: rb.Generation,
+		Namespace: rb.Namespace, Name: rb.Name, UID: rb.UID, ResourceVersion: rb.ResourceVersion, Generation: rb.Generation,
 		Deleting: rb.DeletionTimestamp != nil, Labels: rb.Labels, OwnerReferences: rb.OwnerReferences,
 		Spec: rb.Spec, Status: rb.Status,
 	}
@@ -52,7 +54,7 @@ func fromResourceBinding(rb *workv1alpha2.ResourceBinding) *Binding {
 
 func fromClusterResourceBinding(crb *workv1alpha2.ClusterResourceBinding) *Binding {
 	return &Binding{
-		Name: crb.Name, ResourceVersion: crb.ResourceVersion, Generation: crb.Generation,
+		Name: crb.Name, UID: crb.UID, ResourceVersion: crb.ResourceVersion, Generation: crb.Generation,
 		Deleting: crb.DeletionTimestamp != nil, Labels: crb.Labels, OwnerReferences: crb.OwnerReferences,
 		Spec: crb.Spec, Status: crb.Status,
 	}

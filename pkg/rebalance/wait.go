@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
@@ -92,11 +93,19 @@ func (r *Runner) startingPoints(ctx context.Context, entries []*entry) map[Scope
 	return points
 }
 
-// update is one change of a binding seen while waiting.
+// update is one change of a binding seen while waiting, or one failure the
+// scheduler reported about it.
 type update struct {
 	key     bindingKey
 	binding *Binding
 	deleted bool
+	failure *reportedFailure
+}
+
+// reportedFailure is the scheduler's latest report of a failed attempt.
+type reportedFailure struct {
+	at      time.Time
+	message string
 }
 
 // waitForScheduler follows the triggered bindings until the scheduler has
@@ -154,6 +163,13 @@ func (r *Runner) waitForScheduler(ctx context.Context, entries []*entry, starts 
 			r.follow(ctx, scope, rv, updates, pending)
 		}()
 	}
+	if r.Failures != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.followFailures(ctx, updates, failingBefore(&mu, waiting))
+		}()
+	}
 	defer wg.Wait()
 	defer cancel()
 
@@ -170,6 +186,8 @@ func (r *Runner) waitForScheduler(ctx context.Context, entries []*entry, starts 
 					e.row.Observation = Observation{Outcome: OutcomeIgnored, Reason: ReasonBindingDeleted,
 						Message: "the binding was deleted before the scheduler answered the trigger"}
 					e.done = true
+				} else if u.failure != nil {
+					r.observeFailure(e, *u.failure)
 				} else {
 					r.observe(e, u.binding)
 				}
@@ -226,6 +244,84 @@ func (r *Runner) observe(e *entry, b *Binding) {
 		e.row.After = b.Spec.Clusters
 	}
 	e.done = obs.Outcome != OutcomeWaiting
+}
+
+// observeFailure takes a failure the scheduler reported about the binding of
+// e: when it came after the trigger on a binding that was failing before it,
+// the scheduler tried again and failed again, without touching the status.
+func (r *Runner) observeFailure(e *entry, f reportedFailure) {
+	if e.row.Observation.Reason != ReasonFailedBeforeTrigger || !failureAnswersTrigger(f.at, e.at) {
+		return
+	}
+	obs := Observation{Outcome: OutcomeSchedulingFailed, Message: f.message}
+	if condition := meta.FindStatusCondition(e.binding.Status.Conditions, workv1alpha2.Scheduled); condition != nil {
+		obs.Reason = condition.Reason
+	}
+	e.row.Observation = obs
+	e.done = true
+}
+
+// failingTarget is a binding that was failing before its trigger, as the
+// failure watcher needs it.
+type failingTarget struct {
+	key     bindingKey
+	binding *Binding
+}
+
+// failingBefore lists, under mu, the waiting entries whose binding was
+// failing before the trigger.
+func failingBefore(mu *sync.Mutex, waiting map[bindingKey]*entry) func() []failingTarget {
+	return func() []failingTarget {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []failingTarget
+		for k, e := range waiting {
+			if !e.done && e.row.Observation.Reason == ReasonFailedBeforeTrigger {
+				out = append(out, failingTarget{key: k, binding: e.binding})
+			}
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].key.namespace != out[j].key.namespace {
+				return out[i].key.namespace < out[j].key.namespace
+			}
+			return out[i].key.name < out[j].key.name
+		})
+		return out
+	}
+}
+
+// followFailures reads, at a growing interval, the scheduler's failure
+// reports of the bindings that were failing before their trigger: one list
+// of events per such binding and round, so the cost follows the failing
+// bindings, not the cluster. A binding whose events cannot be read (no
+// permission, say) is left to the timeout.
+func (r *Runner) followFailures(ctx context.Context, out chan<- update, failing func() []failingTarget) {
+	unreadable := map[bindingKey]bool{}
+	interval := firstPollInterval
+	for {
+		if sleepContext(ctx, interval) != nil {
+			return
+		}
+		for _, f := range failing() {
+			if unreadable[f.key] {
+				continue
+			}
+			at, message, err := r.Failures.LastFailure(ctx, f.binding)
+			if err != nil {
+				if isFatal(err) {
+					unreadable[f.key] = true
+				}
+				continue
+			}
+			if at.IsZero() {
+				continue
+			}
+			if !send(ctx, out, update{key: f.key, failure: &reportedFailure{at: at, message: message}}) {
+				return
+			}
+		}
+		interval = min(interval*3/2, maxPollInterval)
+	}
 }
 
 // anyContains reports whether one of the scopes covers k.
