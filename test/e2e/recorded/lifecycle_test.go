@@ -1,6 +1,8 @@
 package recorded
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
@@ -140,6 +143,75 @@ func TestRecordInterruptedTTLWait(t *testing.T) {
 	assert.Contains(t, later.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" configured\n")
 	assert.Contains(t, later.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" deleted")
 	assert.Nil(t, rt.Rebalancer(ctx, t, c, name))
+}
+
+// TestRecordInterruptedTriggerPhase sends SIGINT to the built binary while
+// it is still writing triggers, slowed down by --qps 1: the status records
+// the triggers written and leaves the rest pending, the command exits 3, and
+// a later run triggers only the rest.
+func TestRecordInterruptedTriggerPhase(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	const ns, name = "rec-midway", "rec-midway"
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	fixtures.TestNamespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, names...)
+	rt.DeleteRebalancerAfter(t, c, name)
+	args := []string{"-n", ns, "--name", name, "--wait=false", "--qps", "1", "--burst", "1"}
+	for _, n := range names {
+		args = append(args, "deploy/"+n)
+	}
+
+	p := rt.StartBinary(t, cp, args...)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return len(triggered(ctx, t, c, ns, names)) > 0, nil
+	}), "no trigger was written; stderr so far:\n%s", p.Stderr())
+	require.NoError(t, p.Cmd.Process.Signal(os.Interrupt))
+	res := p.Wait(t, time.Minute)
+	require.Equal(t, cmd.ExitPending, res.Code)
+
+	written := triggered(ctx, t, c, ns, names)
+	require.Less(t, len(written), len(names), "interrupted before the last trigger")
+	rb := rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb, "left in place")
+	assert.Nil(t, rb.Status.FinishTime, "not finished")
+	require.Len(t, rb.Status.ObservedWorkloads, len(names), "every workload observed")
+	for _, o := range rb.Status.ObservedWorkloads {
+		if _, ok := written[o.Workload.Name]; ok {
+			assert.Equal(t, appsv1alpha1.RebalanceSuccessful, o.Result, "%s was triggered", o.Workload.Name)
+		} else {
+			assert.Empty(t, o.Result, "%s is pending", o.Workload.Name)
+		}
+	}
+	assert.Contains(t, res.Stderr, fmt.Sprintf("%d pending", len(names)-len(written)))
+
+	// A later run triggers the pending workloads only, at the same time.
+	later := rt.Rebalance(t, cp, "workloadrebalancer/"+name, "--wait=false")
+	require.Equal(t, cmd.ExitOK, later.Code)
+	rb = rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb)
+	assert.True(t, finished(rb), "complete: %+v", rb.Status)
+	for n, generation := range written {
+		assert.Equal(t, generation, rt.Binding(ctx, t, c, ns, n+"-deployment").Generation, "%s not triggered twice", n)
+	}
+	for n := range names {
+		b := rt.Binding(ctx, t, c, ns, names[n]+"-deployment")
+		require.NotNil(t, b.Spec.RescheduleTriggeredAt, names[n])
+		assert.True(t, b.Spec.RescheduleTriggeredAt.Equal(&rb.CreationTimestamp), "%s triggered at the creationTimestamp", names[n])
+	}
+}
+
+// triggered returns, by workload name, the generation of each binding that
+// holds a trigger.
+func triggered(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, names []string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, n := range names {
+		if b := rt.Binding(ctx, t, c, ns, n+"-deployment"); b.Spec.RescheduleTriggeredAt != nil {
+			out[n] = b.Generation
+		}
+	}
+	return out
 }
 
 // TestRecordServerSideWithoutController leaves the triggers to an
