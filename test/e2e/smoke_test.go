@@ -25,7 +25,8 @@ func TestControlPlaneSmoke(t *testing.T) {
 	c, err := fixtures.NewClients(cp.Karmada)
 	require.NoError(t, err)
 
-	const ns, name = "default", "smoke"
+	const ns, name = "smoke", "smoke"
+	fixtures.TestNamespace(ctx, t, c, ns)
 	_, err = c.Kube.AppsV1().Deployments(ns).Create(ctx, fixtures.Deployment(ns, name, 3), metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,

@@ -62,11 +62,7 @@ func newEnv(t *testing.T, ns string) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, cp: cp, c: c, ns: ns, ctx: ctx, members: map[string]kubernetes.Interface{}}
-	_, err = c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = c.Kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	})
+	fixtures.TestNamespace(ctx, t, c, ns)
 	return e
 }
 

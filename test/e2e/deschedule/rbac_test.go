@@ -99,6 +99,19 @@ func applyManifest(t *testing.T, config *rest.Config, path string, dryRun ...boo
 	}
 }
 
+// deleteManifest deletes what applyManifest created from path.
+func deleteManifest(t *testing.T, config *rest.Config, path string) {
+	t.Helper()
+	client, err := dynamic.NewForConfig(config)
+	require.NoError(t, err)
+	for _, obj := range readManifest(t, path) {
+		err := client.Resource(manifestResources[obj.GetKind()]).Namespace(obj.GetNamespace()).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			assert.NoError(t, err, "delete %s %s", obj.GetKind(), obj.GetName())
+		}
+	}
+}
+
 // asDaemon impersonates the daemon's ServiceAccount.
 func asDaemon(config *rest.Config) *rest.Config {
 	c := rest.CopyConfig(config)
@@ -133,6 +146,8 @@ func TestDescheduleRBAC(t *testing.T) {
 
 	for _, m := range e.cp.Members {
 		applyManifest(t, m.Config, "deploy/members/rbac.yaml")
+		// Members refuse the identity again for the next run of the test.
+		t.Cleanup(func() { deleteManifest(t, m.Config, "deploy/members/rbac.yaml") })
 	}
 	code, report = e.runJSON(append(as, "--unschedulable-threshold=0s")...)
 	require.Equal(t, cmd.ExitOK, code)
