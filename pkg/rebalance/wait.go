@@ -151,6 +151,19 @@ func (r *Runner) waitForScheduler(ctx context.Context, entries []*entry, starts 
 		}
 		return keys
 	}
+	// The bindings that were failing before their trigger, for the
+	// scheduler's failure events to answer.
+	failing := func() []*Binding {
+		mu.Lock()
+		defer mu.Unlock()
+		var bindings []*Binding
+		for _, e := range waiting {
+			if !e.done && e.row.Observation.Reason == ReasonFailedBeforeTrigger {
+				bindings = append(bindings, e.binding)
+			}
+		}
+		return bindings
+	}
 	updates := make(chan update)
 	var wg sync.WaitGroup
 	for scope, rv := range starts {
@@ -167,7 +180,7 @@ func (r *Runner) waitForScheduler(ctx context.Context, entries []*entry, starts 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.followFailures(ctx, updates, failingBefore(&mu, waiting))
+			r.followFailures(ctx, updates, failing)
 		}()
 	}
 	defer wg.Wait()
@@ -261,62 +274,33 @@ func (r *Runner) observeFailure(e *entry, f reportedFailure) {
 	e.done = true
 }
 
-// failingTarget is a binding that was failing before its trigger, as the
-// failure watcher needs it.
-type failingTarget struct {
-	key     bindingKey
-	binding *Binding
-}
-
-// failingBefore lists, under mu, the waiting entries whose binding was
-// failing before the trigger.
-func failingBefore(mu *sync.Mutex, waiting map[bindingKey]*entry) func() []failingTarget {
-	return func() []failingTarget {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []failingTarget
-		for k, e := range waiting {
-			if !e.done && e.row.Observation.Reason == ReasonFailedBeforeTrigger {
-				out = append(out, failingTarget{key: k, binding: e.binding})
-			}
-		}
-		sort.Slice(out, func(i, j int) bool {
-			if out[i].key.namespace != out[j].key.namespace {
-				return out[i].key.namespace < out[j].key.namespace
-			}
-			return out[i].key.name < out[j].key.name
-		})
-		return out
-	}
-}
-
 // followFailures reads, at a growing interval, the scheduler's failure
 // reports of the bindings that were failing before their trigger: one list
 // of events per such binding and round, so the cost follows the failing
 // bindings, not the cluster. A binding whose events cannot be read (no
 // permission, say) is left to the timeout.
-func (r *Runner) followFailures(ctx context.Context, out chan<- update, failing func() []failingTarget) {
+func (r *Runner) followFailures(ctx context.Context, out chan<- update, failing func() []*Binding) {
 	unreadable := map[bindingKey]bool{}
 	interval := firstPollInterval
 	for {
 		if sleepContext(ctx, interval) != nil {
 			return
 		}
-		for _, f := range failing() {
-			if unreadable[f.key] {
+		for _, b := range failing() {
+			if unreadable[b.key()] {
 				continue
 			}
-			at, message, err := r.Failures.LastFailure(ctx, f.binding)
+			at, message, err := r.Failures.LastFailure(ctx, b)
 			if err != nil {
 				if isFatal(err) {
-					unreadable[f.key] = true
+					unreadable[b.key()] = true
 				}
 				continue
 			}
 			if at.IsZero() {
 				continue
 			}
-			if !send(ctx, out, update{key: f.key, failure: &reportedFailure{at: at, message: message}}) {
+			if !send(ctx, out, update{key: b.key(), failure: &reportedFailure{at: at, message: message}}) {
 				return
 			}
 		}
