@@ -334,7 +334,7 @@ func (o *DescheduleOptions) clientConfig(config *rest.Config) *rest.Config {
 // newLogger builds the structured logger of the daemon, which also receives
 // client-go's logs (leader election among them).
 func newLogger(w io.Writer, format string) (*slog.Logger, error) {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	opts := &slog.HandlerOptions{Level: slogLevel(verbosity())}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -202,8 +200,10 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
 	})
 
-	// The kubeconfig flags apply to every subcommand, as in kubectl.
+	// The kubeconfig flags and -v apply to every subcommand, as in kubectl.
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	addLogFlags(cmd.PersistentFlags())
+	cmd.PersistentPreRun = func(*cobra.Command, []string) { setupClientLogs(streams.ErrOut) }
 	cmd.PersistentFlags().StringVar(&o.KarmadaContext, "karmada-context", "",
 		"The kubeconfig context of the Karmada apiserver, as in karmadactl; the same as --context.")
 	o.AddFlags(cmd)
@@ -382,11 +382,11 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// quietenClientLogs keeps client-go's internal logging off the terminal:
-// every failure reaches the user once, as this command's own error. Warnings
-// the API server sends with its answers still go to stderr, as in kubectl.
+// quietenClientLogs keeps client-go's internal logging off the terminal
+// unless -v asks for it (setupClientLogs). Warnings the API server sends with
+// its answers still go to stderr, as in kubectl.
 func (o *RebalanceOptions) quietenClientLogs() {
-	klog.SetLogger(logr.Discard())
+	setupClientLogs(o.ErrOut)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 }
 
