@@ -24,6 +24,7 @@ import (
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
 )
 
 var (
@@ -198,7 +199,7 @@ func (o *GetOptions) requestError(verb string, err error) error {
 	case apierrors.IsNotFound(err) && isUnservedResource(err):
 		return base.rebalancerNotServed()
 	case apierrors.IsForbidden(err):
-		return base.apiError(&rebalance.RequestError{Verb: verb, Resource: rebalance.RebalancerResource, Name: o.Name, Err: err})
+		return base.apiError(&rebalance.RequestError{Verb: verb, Resource: record.RebalancerResource, Name: o.Name, Err: err})
 	}
 	return base.apiError(err)
 }
@@ -212,7 +213,7 @@ type rebalancerSummary struct {
 // brought in line with a spec not reconciled yet.
 func view(rb *appsv1alpha1.WorkloadRebalancer) appsv1alpha1.WorkloadRebalancerStatus {
 	if rb.Status.ObservedGeneration < rb.Generation {
-		return rebalance.SyncStatus(rb.Status, rb.Spec, rb.Generation)
+		return record.SyncStatus(rb.Status, rb.Spec, rb.Generation)
 	}
 	return rb.Status
 }
@@ -318,7 +319,7 @@ func (o *GetOptions) printOne(rb *appsv1alpha1.WorkloadRebalancer) error {
 	}
 	for _, entry := range status.ObservedWorkloads {
 		result := string(entry.Result)
-		if rebalance.IsPending(entry) {
+		if record.IsPending(entry) {
 			result = rbprinters.ResultPending
 		}
 		cells := []interface{}{
@@ -369,8 +370,8 @@ func ttlLeftText(rb *appsv1alpha1.WorkloadRebalancer, now time.Time) string {
 	if rb.Spec.TTLSecondsAfterFinished == nil {
 		return "<none>"
 	}
-	expires, ok := rebalance.ExpiresAt(rb)
-	if !ok || rb.Status.ObservedGeneration < rb.Generation || rebalance.HasPending(rb.Status) {
+	expires, ok := record.ExpiresAt(rb)
+	if !ok || rb.Status.ObservedGeneration < rb.Generation || record.HasPending(rb.Status) {
 		return "<not started>"
 	}
 	if !expires.After(now) {

@@ -2,16 +2,18 @@ package cmd
 
 import (
 	"fmt"
-	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	"io"
 	"sync"
 	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
 )
 
 // rebalancerGeneration is the generation of a freshly created rebalancer;
@@ -73,7 +75,7 @@ func (o *RebalanceOptions) rebalancer(result *rebalance.Result, resolved *rebala
 		name = resolved.Rebalancers[0].Name
 		ttl = resolved.Rebalancers[0].Spec.TTLSecondsAfterFinished
 	}
-	rb := rebalance.Rebalancer(name, result.Rows, rebalancerGeneration, result.FinishTime)
+	rb := record.Rebalancer(name, result.Rows, rebalancerGeneration, result.FinishTime)
 	rb.Spec.TTLSecondsAfterFinished = ttl
 	return rb
 }

@@ -20,6 +20,7 @@ import (
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
 )
 
 // maxControllerWait bounds how long --server-side waits for the in-cluster
@@ -48,7 +49,7 @@ type recordPlan struct {
 	// desired is the object to create, or the spec to bring an existing one to.
 	desired *appsv1alpha1.WorkloadRebalancer
 	// apply says how an existing object of that name is treated.
-	apply rebalance.ApplyOptions
+	apply record.ApplyOptions
 	// generate is set when the command picks the name.
 	generate bool
 	// fromManifest is set when a WorkloadRebalancer manifest drives the run.
@@ -125,7 +126,7 @@ func (o *RebalanceOptions) recordPlan(resolved *rebalance.Resolved) (*recordPlan
 		}
 		return &recordPlan{
 			desired:      desired,
-			apply:        rebalance.ApplyOptions{UpdateSpec: true},
+			apply:        record.ApplyOptions{UpdateSpec: true},
 			generate:     desired.Name == "",
 			fromManifest: true,
 		}, nil
@@ -145,7 +146,7 @@ func (o *RebalanceOptions) recordPlan(resolved *rebalance.Resolved) (*recordPlan
 				TTLSecondsAfterFinished: o.ttl,
 			},
 		},
-		apply:    rebalance.ApplyOptions{AnyTTL: o.ttl == nil},
+		apply:    record.ApplyOptions{AnyTTL: o.ttl == nil},
 		generate: o.Name == "",
 	}, nil
 }
@@ -163,7 +164,7 @@ func (o *RebalanceOptions) rebalancerKindError(err error) error {
 func (o *RebalanceOptions) rebalancerNotServed() error {
 	return fmt.Errorf("the Karmada control plane behind context %q (%s) does not serve %s: it is older than Karmada v1.10, which introduced WorkloadRebalancers; "+
 		"rebalance without --name, --ttl, --server-side or a WorkloadRebalancer manifest (nothing is recorded then), or upgrade Karmada",
-		o.contextName(), o.serverURL(), rebalance.RebalancerResource)
+		o.contextName(), o.serverURL(), record.RebalancerResource)
 }
 
 // runRecorded runs the rebalance as a WorkloadRebalancer: create or update
@@ -194,7 +195,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 			uids[t.Workload] = t.UID
 		}
 	}
-	rec := &rebalance.Recorder{
+	rec := &record.Recorder{
 		Client: client.AppsV1alpha1().WorkloadRebalancers(),
 		Runner: &rebalance.Runner{
 			API:      api,
@@ -236,7 +237,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 	if o.ServerSide {
 		obj, rows, passErr = o.followController(runCtx, rec, api, obj, prepared)
 	} else {
-		var pass *rebalance.Pass
+		var pass *record.Pass
 		pass, passErr = rec.Reconcile(runCtx, obj)
 		progress.Clear()
 		if pass != nil {
@@ -248,9 +249,9 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 			return withExitCode(ExitError, err)
 		}
 	}
-	var noController *rebalance.NoControllerError
+	var noController *record.NoControllerError
 	switch {
-	case errors.Is(passErr, rebalance.ErrRebalancerGone):
+	case errors.Is(passErr, record.ErrRebalancerGone):
 		// Deleted by someone else (Karmada's controller after a ttl of 0,
 		// say) while it was reconciled: what was triggered stays.
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was deleted by someone else while it was reconciled; the triggers already written stay\n", obj.Name)
@@ -266,7 +267,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		// Ctrl-C during the run: the status holds what was done.
 		interrupted = true
 		notify(o.leftMessage("interrupted", obj))
-	} else if obj.Spec.TTLSecondsAfterFinished != nil && (rebalance.HasPending(obj.Status) || obj.Status.ObservedGeneration < obj.Generation) {
+	} else if obj.Spec.TTLSecondsAfterFinished != nil && (record.HasPending(obj.Status) || obj.Status.ObservedGeneration < obj.Generation) {
 		// Nothing to count down from: the record is not finished.
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s still has pending workloads, so its ttl has not started; run `kubectl rebalance workloadrebalancer/%s` to retry them\n", obj.Name, obj.Name)
 	} else if obj.Spec.TTLSecondsAfterFinished != nil {
@@ -302,7 +303,7 @@ func (o *RebalanceOptions) rowsExitCode(rows []rebalance.Row, interrupted bool) 
 // one to it. Before creating, it lets the server's clock pass the bindings'
 // last schedules, so that the creationTimestamp works as a trigger; the
 // client dry run doing that is returned (nil when nothing was created).
-func (o *RebalanceOptions) applyRecord(ctx context.Context, rec *rebalance.Recorder, resolved *rebalance.Resolved, plan *recordPlan) (*appsv1alpha1.WorkloadRebalancer, rebalance.Applied, *rebalance.Result, error) {
+func (o *RebalanceOptions) applyRecord(ctx context.Context, rec *record.Recorder, resolved *rebalance.Resolved, plan *recordPlan) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
 	desired := plan.desired.DeepCopy()
 	targets := make([]rebalance.Target, 0, len(desired.Spec.Workloads))
 	for _, w := range desired.Spec.Workloads {
@@ -316,7 +317,7 @@ func (o *RebalanceOptions) applyRecord(ctx context.Context, rec *rebalance.Recor
 		case err == nil:
 			exists = true
 		case !apierrors.IsNotFound(err):
-			return nil, "", nil, o.apiError(&rebalance.RequestError{Verb: "get", Resource: rebalance.RebalancerResource, Name: desired.Name, Err: err})
+			return nil, "", nil, o.apiError(&rebalance.RequestError{Verb: "get", Resource: record.RebalancerResource, Name: desired.Name, Err: err})
 		}
 	}
 	var prepared *rebalance.Result
@@ -338,11 +339,11 @@ func (o *RebalanceOptions) applyRecord(ctx context.Context, rec *rebalance.Recor
 		if err != nil {
 			return nil, "", nil, o.apiError(err)
 		}
-		return created, rebalance.AppliedCreated, prepared, nil
+		return created, record.AppliedCreated, prepared, nil
 	}
 
 	obj, applied, err := rec.Apply(ctx, desired, plan.apply)
-	var conflict *rebalance.SpecConflictError
+	var conflict *record.SpecConflictError
 	if errors.As(err, &conflict) {
 		return nil, "", nil, fmt.Errorf("%w; it was left as it is: choose another --name, or change its spec with `kubectl rebalance -f` and a manifest of it (see `kubectl rebalance get %s -o yaml`)",
 			err, conflict.Name)
@@ -355,7 +356,7 @@ func (o *RebalanceOptions) applyRecord(ctx context.Context, rec *rebalance.Recor
 
 // generateName returns a fresh name that says what the object is and sorts
 // by time: rebalance-YYYYMMDD-HHMMSS-xxxxx, in the API server's time.
-func (o *RebalanceOptions) generateName(rec *rebalance.Recorder) string {
+func (o *RebalanceOptions) generateName(rec *record.Recorder) string {
 	now, ok := rec.Runner.Clock.Now()
 	if !ok {
 		now = time.Now()
@@ -366,15 +367,15 @@ func (o *RebalanceOptions) generateName(rec *rebalance.Recorder) string {
 // followController waits for the in-cluster controller to record the
 // object's generation, and builds the rows from its status; with --wait it
 // then waits for the scheduler's answers to the triggers of this generation.
-func (o *RebalanceOptions) followController(ctx context.Context, rec *rebalance.Recorder, api rebalance.BindingAPI, obj *appsv1alpha1.WorkloadRebalancer, prepared *rebalance.Result) (*appsv1alpha1.WorkloadRebalancer, []rebalance.Row, error) {
+func (o *RebalanceOptions) followController(ctx context.Context, rec *record.Recorder, api rebalance.BindingAPI, obj *appsv1alpha1.WorkloadRebalancer, prepared *rebalance.Result) (*appsv1alpha1.WorkloadRebalancer, []rebalance.Row, error) {
 	// The workloads this generation has to trigger, as the controller sees them.
 	fresh := map[rebalance.Workload]bool{}
-	for _, w := range rebalance.PendingWorkloads(rebalance.SyncStatus(obj.Status, obj.Spec, obj.Generation)) {
+	for _, w := range record.PendingWorkloads(record.SyncStatus(obj.Status, obj.Spec, obj.Generation)) {
 		fresh[w] = true
 	}
 	grace := min(o.Timeout, maxControllerWait)
 	recorded, err := rec.AwaitStatus(ctx, obj, grace)
-	var noController *rebalance.NoControllerError
+	var noController *record.NoControllerError
 	switch {
 	case errors.As(err, &noController):
 		return recorded, nil, fmt.Errorf("%w: Karmada's workloadRebalancer controller does not seem to run (it is one of karmada-controller-manager's default --controllers); "+
@@ -394,7 +395,7 @@ func (o *RebalanceOptions) followController(ctx context.Context, rec *rebalance.
 	for w := range fresh {
 		ran[w] = rebalance.Row{Workload: w, Binding: rebalance.BindingNameFor(w), Before: before[w].Before, Message: before[w].Message}
 	}
-	rows := rebalance.RowsFromStatus(recorded, ran)
+	rows := record.RowsFromStatus(recorded, ran)
 	if o.Wait && ctx.Err() == nil {
 		var watched []rebalance.Row
 		var index []int
@@ -416,14 +417,14 @@ func (o *RebalanceOptions) followController(ctx context.Context, rec *rebalance.
 // --server-side, waits for the controller to). It returns the rows of the
 // last reconciliation of a spec edit (nil when there was none) and whether
 // Ctrl-C cut the wait short.
-func (o *RebalanceOptions) followTTL(ctx context.Context, rec *rebalance.Recorder, obj *appsv1alpha1.WorkloadRebalancer) ([]rebalance.Row, bool, error) {
+func (o *RebalanceOptions) followTTL(ctx context.Context, rec *record.Recorder, obj *appsv1alpha1.WorkloadRebalancer) ([]rebalance.Row, bool, error) {
 	name := obj.Name
 	if !o.WaitTTL {
-		if !o.ServerSide && rebalance.Expired(obj, time.Now()) {
+		if !o.ServerSide && record.Expired(obj, time.Now()) {
 			// A TTL of 0 (or one already over) needs no waiting.
 			deleted, _, err := rec.Delete(ctx, name)
 			switch {
-			case errors.Is(err, rebalance.ErrRebalancerGone):
+			case errors.Is(err, record.ErrRebalancerGone):
 				fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was deleted by someone else\n", name)
 				return nil, false, nil
 			case err != nil:
@@ -437,7 +438,7 @@ func (o *RebalanceOptions) followTTL(ctx context.Context, rec *rebalance.Recorde
 		return nil, false, nil
 	}
 
-	result, err := rec.Follow(ctx, obj, rebalance.FollowOptions{Passive: o.ServerSide, PassTimeout: o.Timeout})
+	result, err := rec.Follow(ctx, obj, record.FollowOptions{Passive: o.ServerSide, PassTimeout: o.Timeout})
 	var rows []rebalance.Row
 	if result != nil && len(result.Passes) > 0 {
 		last := result.Passes[len(result.Passes)-1]
@@ -450,19 +451,19 @@ func (o *RebalanceOptions) followTTL(ctx context.Context, rec *rebalance.Recorde
 	}
 	last := result.Rebalancer
 	switch result.Outcome {
-	case rebalance.FollowDeleted:
+	case record.FollowDeleted:
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer.%s/%s deleted (ttlSecondsAfterFinished %d after finish time %s)\n", appsv1alpha1.GroupName, name,
 			*last.Spec.TTLSecondsAfterFinished, last.Status.FinishTime.UTC().Format(time.RFC3339))
-	case rebalance.FollowDeletedElsewhere:
+	case record.FollowDeletedElsewhere:
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was deleted by someone else (Karmada's controller, say); nothing is left to do\n", name)
-	case rebalance.FollowNoTTL:
+	case record.FollowNoTTL:
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s no longer has a ttl (spec.ttlSecondsAfterFinished was removed); it stays\n", name)
-	case rebalance.FollowUnfinished:
+	case record.FollowUnfinished:
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s still has pending workloads, so its ttl has not started; run `kubectl rebalance workloadrebalancer/%s` to retry them\n", name, name)
-	case rebalance.FollowOverdue:
+	case record.FollowOverdue:
 		fmt.Fprintf(o.ErrOut, "workloadrebalancer %s outlived its ttl and no controller deleted it; run `kubectl rebalance workloadrebalancer/%s` to delete it from the client\n", name, name)
 		return rows, true, nil
-	case rebalance.FollowInterrupted:
+	case record.FollowInterrupted:
 		fmt.Fprintln(o.ErrOut, o.leftMessage("interrupted", last))
 		return rows, true, nil
 	}
@@ -475,13 +476,13 @@ func (o *RebalanceOptions) leftMessage(why string, obj *appsv1alpha1.WorkloadReb
 	name := obj.Name
 	next := fmt.Sprintf("`kubectl rebalance get %s` shows it", name)
 	switch {
-	case rebalance.HasPending(obj.Status) || obj.Status.ObservedGeneration < obj.Generation:
+	case record.HasPending(obj.Status) || obj.Status.ObservedGeneration < obj.Generation:
 		return fmt.Sprintf("%s: workloadrebalancer %s still has pending workloads; run `kubectl rebalance workloadrebalancer/%s` to finish them (nothing is triggered twice); %s",
 			why, name, name, next)
 	case obj.Spec.TTLSecondsAfterFinished == nil:
 		return fmt.Sprintf("%s: workloadrebalancer %s is complete and has no ttl, so it stays; %s", why, name, next)
 	}
-	expires, _ := rebalance.ExpiresAt(obj)
+	expires, _ := record.ExpiresAt(obj)
 	return fmt.Sprintf("%s: workloadrebalancer %s is complete and left as it is; it is due for deletion at %s (ttlSecondsAfterFinished %d): "+
 		"Karmada's workloadRebalancer controller deletes it then if it runs, or run `kubectl rebalance workloadrebalancer/%s` to wait and delete it; %s",
 		why, name, expires.UTC().Format(time.RFC3339), *obj.Spec.TTLSecondsAfterFinished, name, next)
@@ -490,7 +491,7 @@ func (o *RebalanceOptions) leftMessage(why string, obj *appsv1alpha1.WorkloadReb
 // recordError explains an error of a recorded run that happened after the
 // object was created or updated: the object exists, with what status.
 func (o *RebalanceOptions) recordError(obj *appsv1alpha1.WorkloadRebalancer, err error) error {
-	if errors.Is(err, rebalance.ErrRebalancerGone) {
+	if errors.Is(err, record.ErrRebalancerGone) {
 		return fmt.Errorf("workloadrebalancer %s was deleted by someone else while it was reconciled; the triggers already written stay", obj.Name)
 	}
 	msg := o.apiError(err).Error()

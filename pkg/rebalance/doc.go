@@ -1,6 +1,7 @@
 // Package rebalance resolves workloads to their Karmada bindings, writes the
-// reschedule trigger, keeps a WorkloadRebalancer status with the controller's
-// rules, and classifies what the scheduler did with each trigger.
+// reschedule trigger at a time the scheduler honours, and classifies what the
+// scheduler did with each trigger, in the CRD's result vocabulary and order.
+// Keeping a WorkloadRebalancer object and its TTL is package record's job.
 package rebalance
 
 import (

@@ -37,34 +37,32 @@ func SortRows(rows []Row) {
 	sortByKey(rows, func(r Row) Workload { return r.Workload })
 }
 
-// Rebalancer builds the WorkloadRebalancer the controller would hold after
-// processing rows: spec.workloads in row order, status.observedWorkloads with
-// the rows' results in controller order, observedGeneration (and
-// metadata.generation) set to generation, and finishTime. The object has its
-// TypeMeta set, so printing it as YAML gives a manifest that can be applied
-// as is (the server ignores the status and server-owned fields on create).
-func Rebalancer(name string, rows []Row, generation int64, finish *metav1.Time) *appsv1alpha1.WorkloadRebalancer {
-	spec := appsv1alpha1.WorkloadRebalancerSpec{Workloads: make([]Workload, 0, len(rows))}
+// CountRows counts rows the way the command's exit code sees them: failed
+// (Failed result, failed or ignored scheduling) and pending (no result yet,
+// or a scheduler answer still awaited).
+func CountRows(rows []Row) (failed, pending int) {
 	for _, row := range rows {
-		spec.Workloads = append(spec.Workloads, row.Workload)
+		switch {
+		case row.Result == appsv1alpha1.RebalanceFailed,
+			row.Observation.Outcome == OutcomeSchedulingFailed,
+			row.Observation.Outcome == OutcomeIgnored:
+			failed++
+		case row.Result == "", row.Observation.Outcome == OutcomeWaiting:
+			pending++
+		}
 	}
+	return failed, pending
+}
 
-	status := SyncStatus(appsv1alpha1.WorkloadRebalancerStatus{}, spec, generation)
-	for _, row := range rows {
-		SetResult(&status, row.Workload, row.Result, row.Reason)
+// DistinctWorkloads returns the distinct workloads of targets in input order.
+func DistinctWorkloads(targets []Target) []Workload {
+	seen := make(map[Workload]bool, len(targets))
+	out := make([]Workload, 0, len(targets))
+	for _, t := range targets {
+		if !seen[t.Workload] {
+			seen[t.Workload] = true
+			out = append(out, t.Workload)
+		}
 	}
-	if finish != nil {
-		finishTime := *finish
-		status.FinishTime = &finishTime
-	}
-
-	return &appsv1alpha1.WorkloadRebalancer{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: appsv1alpha1.SchemeGroupVersion.String(),
-			Kind:       appsv1alpha1.ResourceKindWorkloadRebalancer,
-		},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: generation},
-		Spec:       spec,
-		Status:     status,
-	}
+	return out
 }

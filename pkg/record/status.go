@@ -1,10 +1,11 @@
-package rebalance
+package record
 
 import (
 	"reflect"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -22,7 +23,7 @@ import (
 // FinishTime is left unset; SetFinishTime decides it once results are known.
 // ObservedWorkloads is never nil, matching what the controller compares.
 func SyncStatus(old appsv1alpha1.WorkloadRebalancerStatus, spec appsv1alpha1.WorkloadRebalancerSpec, generation int64) appsv1alpha1.WorkloadRebalancerStatus {
-	unobserved := make(map[Workload]bool, len(spec.Workloads))
+	unobserved := make(map[rebalance.Workload]bool, len(spec.Workloads))
 	for _, w := range spec.Workloads {
 		unobserved[w] = true
 	}
@@ -47,7 +48,7 @@ func SyncStatus(old appsv1alpha1.WorkloadRebalancerStatus, spec appsv1alpha1.Wor
 			delete(unobserved, w)
 		}
 	}
-	SortObservedWorkloads(observed)
+	rebalance.SortObservedWorkloads(observed)
 
 	return appsv1alpha1.WorkloadRebalancerStatus{ObservedWorkloads: observed, ObservedGeneration: generation}
 }
@@ -56,7 +57,7 @@ func SyncStatus(old appsv1alpha1.WorkloadRebalancerStatus, spec appsv1alpha1.Wor
 // and reports whether there was one. A Successful result should come with an
 // empty reason; Failed with RebalanceObjectNotFound is the only failure the
 // controller records (any other error leaves the entry pending).
-func SetResult(status *appsv1alpha1.WorkloadRebalancerStatus, w Workload, result appsv1alpha1.RebalanceResult, reason appsv1alpha1.RebalanceFailedReason) bool {
+func SetResult(status *appsv1alpha1.WorkloadRebalancerStatus, w rebalance.Workload, result appsv1alpha1.RebalanceResult, reason appsv1alpha1.RebalanceFailedReason) bool {
 	found := false
 	for i := range status.ObservedWorkloads {
 		if status.ObservedWorkloads[i].Workload == w {
@@ -85,8 +86,8 @@ func HasPending(status appsv1alpha1.WorkloadRebalancerStatus) bool {
 }
 
 // PendingWorkloads lists the pending workloads in status order.
-func PendingWorkloads(status appsv1alpha1.WorkloadRebalancerStatus) []Workload {
-	var pending []Workload
+func PendingWorkloads(status appsv1alpha1.WorkloadRebalancerStatus) []rebalance.Workload {
+	var pending []rebalance.Workload
 	for _, entry := range status.ObservedWorkloads {
 		if IsPending(entry) {
 			pending = append(pending, entry.Workload)
@@ -136,20 +137,4 @@ func ExpiresAt(rb *appsv1alpha1.WorkloadRebalancer) (time.Time, bool) {
 func Expired(rb *appsv1alpha1.WorkloadRebalancer, now time.Time) bool {
 	expiresAt, ok := ExpiresAt(rb)
 	return ok && !expiresAt.After(now)
-}
-
-// NeedsTrigger reports whether a binding whose spec.rescheduleTriggeredAt is
-// current must be written to carry the trigger at: only when it holds no time
-// or an earlier one. Both times are compared at the one-second precision the
-// API server stores, so a later instant within the same second adds nothing.
-func NeedsTrigger(current *metav1.Time, at metav1.Time) bool {
-	if current == nil {
-		return true
-	}
-	return truncate(at.Time).After(truncate(current.Time))
-}
-
-// truncate drops what the API server would not store of a timestamp.
-func truncate(t time.Time) time.Time {
-	return t.Truncate(time.Second)
 }

@@ -1,4 +1,4 @@
-package rebalance
+package record
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,7 +149,7 @@ func (r *Recorder) Follow(ctx context.Context, rb *appsv1alpha1.WorkloadRebalanc
 				if !expires.Equal(announced) {
 					announced = expires
 					r.notify(fmt.Sprintf("workloadrebalancer %s: finished at %s; it is deleted at %s (ttlSecondsAfterFinished %d), in %s",
-						cur.Name, formatTime(cur.Status.FinishTime.Time), formatTime(expires), *cur.Spec.TTLSecondsAfterFinished, expires.Sub(now).Round(time.Second)))
+						cur.Name, rebalance.FormatTime(cur.Status.FinishTime.Time), rebalance.FormatTime(expires), *cur.Spec.TTLSecondsAfterFinished, expires.Sub(now).Round(time.Second)))
 				}
 				fire = time.After(expires.Sub(now))
 				break
@@ -350,66 +351,6 @@ func (o *objectWatch) stop() {
 	if o.w != nil {
 		o.w.Stop()
 		o.w = nil
-	}
-}
-
-// Observe fills in what the scheduler made of the triggers someone else
-// (the in-cluster controller) wrote for the rows with a Successful result,
-// reading their bindings until each has an answer or ctx ends; unanswered
-// rows stay Waiting. at is the rebalancer's creationTimestamp.
-func Observe(ctx context.Context, api BindingAPI, at metav1.Time, rows []Row) {
-	written := make(map[int]int64)
-	settled := make(map[int]bool)
-	interval := 500 * time.Millisecond
-	for {
-		waiting := 0
-		for i := range rows {
-			row := &rows[i]
-			if row.Result != appsv1alpha1.RebalanceSuccessful || settled[i] {
-				continue
-			}
-			b, err := api.Get(ctx, row.Workload.Namespace, row.Binding)
-			switch {
-			case apierrors.IsNotFound(err):
-				row.Observation = ignored(ReasonBindingDeleted, BindingRef(row.Workload)+" was deleted")
-				settled[i] = true
-				continue
-			case err != nil:
-				if ctx.Err() != nil {
-					return
-				}
-				row.Observation = Observation{Outcome: OutcomeWaiting, Reason: ReasonAwaitingScheduler, Message: fmt.Sprintf("reading %s failed: %v", BindingRef(row.Workload), err)}
-				waiting++
-				continue
-			}
-			row.After = b.Spec.Clusters
-			trigger := b.Spec.RescheduleTriggeredAt
-			if trigger == nil || truncate(trigger.Time).Before(truncate(at.Time)) {
-				row.Observation = Observation{Outcome: OutcomeWaiting, Reason: ReasonAwaitingScheduler, Message: "the binding does not hold the trigger yet"}
-				waiting++
-				continue
-			}
-			row.TriggeredAt = trigger
-			if _, ok := written[i]; !ok {
-				written[i] = b.Generation
-			}
-			obs := ClassifyOutcome(b.Generation, b.Spec, b.Status, written[i], *trigger)
-			if obs.Outcome == OutcomeWaiting {
-				if pre := PreTriggerCheck(b.Labels, b.Spec, b.Status, *trigger); pre.Reason == ReasonNoPolicy {
-					obs = pre
-				}
-			}
-			row.Observation = obs
-			if obs.Outcome == OutcomeWaiting {
-				waiting++
-			} else {
-				settled[i] = true
-			}
-		}
-		if waiting == 0 || sleepContext(ctx, interval) != nil {
-			return
-		}
-		interval = min(2*interval, 5*time.Second)
 	}
 }
 

@@ -1,4 +1,4 @@
-package rebalance
+package record
 
 import (
 	"strconv"
@@ -6,19 +6,20 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
 var (
-	deployA = Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "a"}
-	deployB = Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "b"}
-	deployC = Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "c"}
-	roleX   = Workload{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "x"}
+	deployA = rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "a"}
+	deployB = rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "b"}
+	deployC = rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "c"}
+	roleX   = rebalance.Workload{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "x"}
 )
 
-func observed(w Workload, result appsv1alpha1.RebalanceResult) appsv1alpha1.ObservedWorkload {
+func observed(w rebalance.Workload, result appsv1alpha1.RebalanceResult) appsv1alpha1.ObservedWorkload {
 	entry := appsv1alpha1.ObservedWorkload{Workload: w, Result: result}
 	if result == appsv1alpha1.RebalanceFailed {
 		entry.Reason = appsv1alpha1.RebalanceObjectNotFound
@@ -36,47 +37,47 @@ func TestSyncStatus(t *testing.T) {
 	tests := []struct {
 		name string
 		old  []appsv1alpha1.ObservedWorkload
-		spec []Workload
+		spec []rebalance.Workload
 		want []appsv1alpha1.ObservedWorkload
 	}{
 		{
 			name: "new rebalancer: all pending, sorted",
-			spec: []Workload{deployB, deployA},
+			spec: []rebalance.Workload{deployB, deployA},
 			want: []appsv1alpha1.ObservedWorkload{observed(deployA, pending), observed(deployB, pending)},
 		},
 		{
 			name: "entries still in spec are kept as they are",
 			old:  []appsv1alpha1.ObservedWorkload{observed(deployA, successful), observed(deployB, failed), observed(deployC, pending)},
-			spec: []Workload{deployC, deployB, deployA},
+			spec: []rebalance.Workload{deployC, deployB, deployA},
 			want: []appsv1alpha1.ObservedWorkload{observed(deployA, successful), observed(deployB, failed), observed(deployC, pending)},
 		},
 		{
 			name: "removed entries survive only when successful",
 			old:  []appsv1alpha1.ObservedWorkload{observed(deployA, successful), observed(deployB, failed), observed(deployC, pending)},
-			spec: []Workload{roleX},
+			spec: []rebalance.Workload{roleX},
 			want: []appsv1alpha1.ObservedWorkload{observed(deployA, successful), observed(roleX, pending)},
 		},
 		{
 			name: "an edited entry is a removal plus an addition",
 			old:  []appsv1alpha1.ObservedWorkload{observed(deployA, failed)},
-			spec: []Workload{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: "a"}},
-			want: []appsv1alpha1.ObservedWorkload{observed(Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: "a"}, pending)},
+			spec: []rebalance.Workload{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: "a"}},
+			want: []appsv1alpha1.ObservedWorkload{observed(rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: "a"}, pending)},
 		},
 		{
 			name: "duplicate spec entries collapse",
-			spec: []Workload{deployA, deployA, deployB, deployA},
+			spec: []rebalance.Workload{deployA, deployA, deployB, deployA},
 			want: []appsv1alpha1.ObservedWorkload{observed(deployA, pending), observed(deployB, pending)},
 		},
 		{
 			name: "a repeated status entry is kept only when successful",
 			old:  []appsv1alpha1.ObservedWorkload{observed(deployA, failed), observed(deployA, successful), observed(deployB, pending), observed(deployB, failed)},
-			spec: []Workload{deployA, deployB},
+			spec: []rebalance.Workload{deployA, deployB},
 			want: []appsv1alpha1.ObservedWorkload{observed(deployA, failed), observed(deployA, successful), observed(deployB, pending)},
 		},
 		{
 			name: "an unknown result counts as not successful",
 			old:  []appsv1alpha1.ObservedWorkload{{Workload: deployA, Result: "Odd"}},
-			spec: []Workload{deployB},
+			spec: []rebalance.Workload{deployB},
 			want: []appsv1alpha1.ObservedWorkload{observed(deployB, pending)},
 		},
 		{
@@ -98,7 +99,7 @@ func TestSetResult(t *testing.T) {
 	tests := []struct {
 		name      string
 		status    []appsv1alpha1.ObservedWorkload
-		workload  Workload
+		workload  rebalance.Workload
 		result    appsv1alpha1.RebalanceResult
 		reason    appsv1alpha1.RebalanceFailedReason
 		wantFound bool
@@ -142,7 +143,7 @@ func TestPending(t *testing.T) {
 	tests := []struct {
 		name   string
 		status []appsv1alpha1.ObservedWorkload
-		want   []Workload
+		want   []rebalance.Workload
 	}{
 		{name: "none observed"},
 		{
@@ -152,7 +153,7 @@ func TestPending(t *testing.T) {
 		{
 			name:   "empty and unknown results are pending",
 			status: []appsv1alpha1.ObservedWorkload{observed(deployA, ""), observed(deployB, appsv1alpha1.RebalanceSuccessful), {Workload: deployC, Result: "Odd"}},
-			want:   []Workload{deployA, deployC},
+			want:   []rebalance.Workload{deployA, deployC},
 		},
 	}
 	for _, tt := range tests {
@@ -265,27 +266,6 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
-func TestNeedsTrigger(t *testing.T) {
-	at := metav1.NewTime(time.Date(2024, 1, 1, 0, 0, 10, 0, time.UTC))
-	tests := []struct {
-		name    string
-		current *metav1.Time
-		at      metav1.Time
-		want    bool
-	}{
-		{name: "no trigger yet", current: nil, at: at, want: true},
-		{name: "older trigger", current: ptr.To(metav1.NewTime(at.Add(-time.Second))), at: at, want: true},
-		{name: "same trigger", current: ptr.To(at), at: at, want: false},
-		{name: "newer trigger", current: ptr.To(metav1.NewTime(at.Add(time.Second))), at: at, want: false},
-		{name: "later instant in the same second", current: ptr.To(at), at: metav1.NewTime(at.Add(500 * time.Millisecond)), want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, NeedsTrigger(tt.current, tt.at))
-		})
-	}
-}
-
 // BenchmarkSyncStatus measures a large rebalancer edit: half of the observed
 // workloads stay in spec, half are replaced.
 func BenchmarkSyncStatus(b *testing.B) {
@@ -293,12 +273,12 @@ func BenchmarkSyncStatus(b *testing.B) {
 	old := appsv1alpha1.WorkloadRebalancerStatus{}
 	spec := appsv1alpha1.WorkloadRebalancerSpec{}
 	for i := range size {
-		w := Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "app-" + strconv.Itoa(i)}
+		w := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "app-" + strconv.Itoa(i)}
 		old.ObservedWorkloads = append(old.ObservedWorkloads, observed(w, appsv1alpha1.RebalanceSuccessful))
 		if i%2 == 0 {
 			spec.Workloads = append(spec.Workloads, w)
 		} else {
-			spec.Workloads = append(spec.Workloads, Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: w.Name})
+			spec.Workloads = append(spec.Workloads, rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "other", Name: w.Name})
 		}
 	}
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package rebalance
+package record
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	appsclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,10 +33,10 @@ type Recorder struct {
 	Client appsclient.WorkloadRebalancerInterface
 	// Runner triggers the bindings. Its trigger time and hook are set for
 	// each pass; everything else (API, server clock, waiting) is used as is.
-	Runner *Runner
+	Runner *rebalance.Runner
 	// UIDs holds the template uids known from resolving the workloads, so
 	// that a binding left over from a deleted template is noticed.
-	UIDs map[Workload]types.UID
+	UIDs map[rebalance.Workload]types.UID
 	// Notify, when set, hears one line per step worth telling a user.
 	Notify func(message string)
 	// StatusTimeout bounds the status write that still happens after the
@@ -53,7 +54,7 @@ type Pass struct {
 	// Rows has one row per observed workload, in status order. Workloads
 	// this pass triggered carry the run's detail; the others are rebuilt
 	// from the status.
-	Rows []Row
+	Rows []rebalance.Row
 	// Triggered counts the workloads this pass tried to trigger.
 	Triggered int
 	// Written counts the bindings whose trigger this pass wrote.
@@ -83,7 +84,7 @@ func DescribeSpec(spec appsv1alpha1.WorkloadRebalancerSpec) string {
 			names = append(names, fmt.Sprintf("and %d more", len(spec.Workloads)-3))
 			break
 		}
-		names = append(names, WorkloadRef(w))
+		names = append(names, rebalance.WorkloadRef(w))
 	}
 	ttl := "no ttl"
 	if spec.TTLSecondsAfterFinished != nil {
@@ -155,7 +156,7 @@ func (r *Recorder) Apply(ctx context.Context, desired *appsv1alpha1.WorkloadReba
 			}
 			return created, AppliedCreated, nil
 		case err != nil:
-			if retryable(err) && sleepContext(ctx, backoff.Step()) == nil {
+			if retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil {
 				continue
 			}
 			return nil, "", rebalancerError("get", desired.Name, err)
@@ -178,7 +179,7 @@ func (r *Recorder) Apply(ctx context.Context, desired *appsv1alpha1.WorkloadReba
 			return updated, AppliedConfigured, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			continue // changed or deleted meanwhile: look again
-		case retryable(err) && sleepContext(ctx, backoff.Step()) == nil:
+		case retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil:
 			continue
 		}
 		return nil, "", rebalancerError("update", desired.Name, err)
@@ -197,9 +198,9 @@ func specMatches(existing, desired appsv1alpha1.WorkloadRebalancerSpec, anyTTL b
 
 // SameWorkloads reports whether two workload lists name the same workloads,
 // ignoring order and repetition.
-func SameWorkloads(a, b []Workload) bool {
-	set := func(ws []Workload) map[Workload]bool {
-		m := make(map[Workload]bool, len(ws))
+func SameWorkloads(a, b []rebalance.Workload) bool {
+	set := func(ws []rebalance.Workload) map[rebalance.Workload]bool {
+		m := make(map[rebalance.Workload]bool, len(ws))
 		for _, w := range ws {
 			m[w] = true
 		}
@@ -237,7 +238,7 @@ func clean(rb *appsv1alpha1.WorkloadRebalancer) *appsv1alpha1.WorkloadRebalancer
 // object is deleted meanwhile, or the context's error while writing.
 func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) (*Pass, error) {
 	pass := &Pass{Rebalancer: rb}
-	ran := map[Workload]Row{}
+	ran := map[rebalance.Workload]rebalance.Row{}
 	for {
 		gen, spec := rb.Generation, *rb.Spec.DeepCopy()
 		pending := PendingWorkloads(SyncStatus(rb.Status, spec, gen))
@@ -248,27 +249,27 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 			runner := *r.Runner
 			at := rb.CreationTimestamp
 			runner.TriggerAt = &at
-			runner.Triggered = func(result *Result) {
+			runner.Triggered = func(result *rebalance.Result) {
 				// Record the triggers before waiting for the scheduler, as
 				// the controller does; a failure is retried after the run.
 				if written, err := r.writeStatus(ctx, rb.Name, spec, gen, result.Rows); err == nil {
 					pass.Rebalancer = written
 				}
 			}
-			targets := make([]Target, 0, len(pending))
+			targets := make([]rebalance.Target, 0, len(pending))
 			for _, w := range pending {
-				targets = append(targets, Target{Workload: w, UID: r.UIDs[w]})
+				targets = append(targets, rebalance.Target{Workload: w, UID: r.UIDs[w]})
 			}
-			var result *Result
+			var result *rebalance.Result
 			result, runErr = runner.Run(ctx, targets)
 			if result != nil {
 				pass.Written += result.Written
 				for _, row := range result.Rows {
-					if row.Observation.Reason == ReasonTriggerNotAfterLastSchedule {
+					if row.Observation.Reason == rebalance.ReasonTriggerNotAfterLastSchedule {
 						// The usual advice (a later trigger) does not apply:
 						// a WorkloadRebalancer triggers at its creation.
 						row.Observation.Message = fmt.Sprintf("trigger %s, the creationTimestamp of workloadrebalancer %s, is not after the binding's lastScheduledTime, so the scheduler ignores it; "+
-							"rebalance the workload with a new workloadrebalancer, or without one", formatTime(at.Time), rb.Name)
+							"rebalance the workload with a new workloadrebalancer, or without one", rebalance.FormatTime(at.Time), rb.Name)
 					}
 					ran[row.Workload] = row
 				}
@@ -281,7 +282,7 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 			writeCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), r.statusTimeout())
 			defer cancel()
 		}
-		rows := make([]Row, 0, len(ran))
+		rows := make([]rebalance.Row, 0, len(ran))
 		for _, row := range ran {
 			rows = append(rows, row)
 		}
@@ -317,7 +318,7 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 // object is read again and the status derived anew, so results recorded by
 // the controller are kept, never overwritten. A status that already
 // observes a later generation is left alone.
-func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alpha1.WorkloadRebalancerSpec, gen int64, rows []Row) (*appsv1alpha1.WorkloadRebalancer, error) {
+func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alpha1.WorkloadRebalancerSpec, gen int64, rows []rebalance.Row) (*appsv1alpha1.WorkloadRebalancer, error) {
 	backoff := r.backoff()
 	for {
 		current, err := r.Client.Get(ctx, name, metav1.GetOptions{})
@@ -325,7 +326,7 @@ func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alph
 		case apierrors.IsNotFound(err):
 			return nil, ErrRebalancerGone
 		case err != nil:
-			if retryable(err) && sleepContext(ctx, backoff.Step()) == nil {
+			if retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil {
 				continue
 			}
 			return nil, rebalancerError("get", name, err)
@@ -353,11 +354,11 @@ func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alph
 			continue
 		case apierrors.IsNotFound(err):
 			return nil, ErrRebalancerGone
-		case retryable(err) && sleepContext(ctx, backoff.Step()) == nil:
+		case retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil:
 			continue
 		}
-		if isFatal(err) {
-			return nil, &RequestError{Verb: "update", Resource: rebalancerStatusResource, Name: name, Err: err}
+		if rebalance.IsFatal(err) {
+			return nil, &rebalance.RequestError{Verb: "update", Resource: rebalancerStatusResource, Name: name, Err: err}
 		}
 		return nil, rebalancerError("update", name, err)
 	}
@@ -365,7 +366,7 @@ func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alph
 
 // setIfPending records the result of row on the entries of its workload that
 // have none yet: a result someone else recorded first stays.
-func setIfPending(status *appsv1alpha1.WorkloadRebalancerStatus, row Row) {
+func setIfPending(status *appsv1alpha1.WorkloadRebalancerStatus, row rebalance.Row) {
 	for i := range status.ObservedWorkloads {
 		entry := &status.ObservedWorkloads[i]
 		if entry.Workload == row.Workload && IsPending(*entry) {
@@ -378,8 +379,8 @@ func setIfPending(status *appsv1alpha1.WorkloadRebalancerStatus, row Row) {
 // order. A workload with a row in ran keeps that row's detail; its result is
 // the recorded one. The others get a message saying where their result
 // comes from.
-func RowsFromStatus(rb *appsv1alpha1.WorkloadRebalancer, ran map[Workload]Row) []Row {
-	inSpec := make(map[Workload]bool, len(rb.Spec.Workloads))
+func RowsFromStatus(rb *appsv1alpha1.WorkloadRebalancer, ran map[rebalance.Workload]rebalance.Row) []rebalance.Row {
+	inSpec := make(map[rebalance.Workload]bool, len(rb.Spec.Workloads))
 	for _, w := range rb.Spec.Workloads {
 		inSpec[w] = true
 	}
@@ -388,11 +389,11 @@ func RowsFromStatus(rb *appsv1alpha1.WorkloadRebalancer, ran map[Workload]Row) [
 		// Show the workloads of the current spec, as the next pass will.
 		status = SyncStatus(rb.Status, rb.Spec, rb.Generation)
 	}
-	rows := make([]Row, 0, len(status.ObservedWorkloads))
+	rows := make([]rebalance.Row, 0, len(status.ObservedWorkloads))
 	for _, entry := range status.ObservedWorkloads {
 		row, ok := ran[entry.Workload]
 		if !ok {
-			row = Row{Workload: entry.Workload, Binding: BindingNameFor(entry.Workload)}
+			row = rebalance.Row{Workload: entry.Workload, Binding: rebalance.BindingNameFor(entry.Workload)}
 			switch {
 			case !inSpec[entry.Workload]:
 				row.Message = "no longer in spec.workloads; kept in the status because it was triggered"
@@ -431,9 +432,9 @@ func joinMessage(a, b string) string {
 // each binding once (a client dry run, whose rows it returns) and waits, up
 // to the runner's MaxClockWait, for the server's clock to pass the latest
 // such schedule.
-func (r *Recorder) PrepareTriggerTime(ctx context.Context, targets []Target) (*Result, error) {
+func (r *Recorder) PrepareTriggerTime(ctx context.Context, targets []rebalance.Target) (*rebalance.Result, error) {
 	reader := *r.Runner
-	reader.DryRun = DryRunClient
+	reader.DryRun = rebalance.DryRunClient
 	reader.Wait = false
 	reader.Progress, reader.Explain, reader.Triggered, reader.TriggerAt = nil, nil, nil, nil
 	result, err := reader.Run(ctx, targets)
@@ -449,8 +450,8 @@ func (r *Recorder) PrepareTriggerTime(ctx context.Context, targets []Target) (*R
 		maxWait = 10 * time.Second
 	}
 	last := result.TriggerTime.Add(-time.Second)
-	r.notify(fmt.Sprintf("waiting for the API server's clock to pass %s, when a binding was last scheduled", formatTime(last)))
-	if _, err := r.Runner.Clock.WaitUntilAfter(ctx, last, maxWait); err != nil && !errors.Is(err, errWaitTooLong) {
+	r.notify(fmt.Sprintf("waiting for the API server's clock to pass %s, when a binding was last scheduled", rebalance.FormatTime(last)))
+	if _, err := r.Runner.Clock.WaitUntilAfter(ctx, last, maxWait); err != nil && !errors.Is(err, rebalance.ErrWaitTooLong) {
 		return result, err
 	}
 	return result, nil
@@ -469,7 +470,7 @@ func (r *Recorder) Delete(ctx context.Context, name string) (bool, *appsv1alpha1
 		case apierrors.IsNotFound(err):
 			return false, nil, ErrRebalancerGone
 		case err != nil:
-			if retryable(err) && sleepContext(ctx, backoff.Step()) == nil {
+			if retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil {
 				continue
 			}
 			return false, nil, rebalancerError("get", name, err)
@@ -489,7 +490,7 @@ func (r *Recorder) Delete(ctx context.Context, name string) (bool, *appsv1alpha1
 			return false, nil, ErrRebalancerGone
 		case apierrors.IsConflict(err):
 			continue // changed meanwhile: look again
-		case retryable(err) && sleepContext(ctx, backoff.Step()) == nil:
+		case retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil:
 			continue
 		}
 		return false, fresh, rebalancerError("delete", name, err)
@@ -530,7 +531,7 @@ func (r *Recorder) backoff() wait.Backoff {
 // retryable reports errors that may go away: throttling, timeouts, a busy or
 // briefly unavailable server, the network.
 func retryable(err error) bool {
-	if err == nil || isFatal(err) || isRejected(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
+	if err == nil || rebalance.IsFatal(err) || rebalance.IsRejected(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
 		return false
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -542,42 +543,12 @@ func retryable(err error) bool {
 // rebalancerError wraps an error of a request on the WorkloadRebalancer
 // name; errors that need the user's action become a *RequestError.
 func rebalancerError(verb, name string, err error) error {
-	var reqErr *RequestError
+	var reqErr *rebalance.RequestError
 	if errors.As(err, &reqErr) {
 		return err
 	}
-	if isFatal(err) || isRejected(err) {
-		return &RequestError{Verb: verb, Resource: RebalancerResource, Name: name, Err: err}
+	if rebalance.IsFatal(err) || rebalance.IsRejected(err) {
+		return &rebalance.RequestError{Verb: verb, Resource: RebalancerResource, Name: name, Err: err}
 	}
 	return fmt.Errorf("%s workloadrebalancer %s: %w", verb, name, err)
-}
-
-// CountRows counts rows the way the command's exit code sees them: failed
-// (Failed result, failed or ignored scheduling) and pending (no result yet,
-// or a scheduler answer still awaited).
-func CountRows(rows []Row) (failed, pending int) {
-	for _, row := range rows {
-		switch {
-		case row.Result == appsv1alpha1.RebalanceFailed,
-			row.Observation.Outcome == OutcomeSchedulingFailed,
-			row.Observation.Outcome == OutcomeIgnored:
-			failed++
-		case row.Result == "", row.Observation.Outcome == OutcomeWaiting:
-			pending++
-		}
-	}
-	return failed, pending
-}
-
-// DistinctWorkloads returns the distinct workloads of targets in input order.
-func DistinctWorkloads(targets []Target) []Workload {
-	seen := make(map[Workload]bool, len(targets))
-	out := make([]Workload, 0, len(targets))
-	for _, t := range targets {
-		if !seen[t.Workload] {
-			seen[t.Workload] = true
-			out = append(out, t.Workload)
-		}
-	}
-	return out
 }

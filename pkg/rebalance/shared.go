@@ -1,0 +1,27 @@
+package rebalance
+
+import (
+	"context"
+	"time"
+)
+
+// What the runner shares with the packages built on it (pkg/record): how an
+// API error is classified, how a retry waits, how a time is printed.
+
+// ErrWaitTooLong is returned by ServerClock.WaitUntilAfter when the API
+// server's clock is too far behind the time to pass.
+var ErrWaitTooLong error = errWaitTooLong
+
+// IsFatal reports an error no retry can fix: the caller lacks the
+// credentials or the permission.
+func IsFatal(err error) bool { return isFatal(err) }
+
+// IsRejected reports a write the API server refused on its merits.
+func IsRejected(err error) bool { return isRejected(err) }
+
+// SleepContext sleeps for d unless ctx ends first, and then returns ctx's
+// error.
+func SleepContext(ctx context.Context, d time.Duration) error { return sleepContext(ctx, d) }
+
+// FormatTime prints a time as the API server stores it: RFC 3339 in UTC.
+func FormatTime(t time.Time) string { return formatTime(t) }
