@@ -53,6 +53,13 @@ var (
 		DescheduleBindingSucceed (or DescheduleBindingFailed) event on the
 		binding and on its Deployment.
 
+		Without karmada-scheduler-estimator, karmada-scheduler sizes members by
+		their resource summary, which still counts cordoned and tainted nodes,
+		and may put an evicted replica straight back where it cannot run. A
+		pass that finds this reports the cluster as bounced-back (in the table,
+		a DescheduleBindingBouncedBack warning event and the metrics) and leaves
+		it alone for --retry-bounced-after instead of evicting in a loop.
+
 		Member pods are read through the Karmada cluster proxy (the default,
 		--estimator=proxy), or through kubeconfig contexts named like the member
 		clusters (--estimator=kubeconfig). Each member cluster is listed once
@@ -114,6 +121,7 @@ type DescheduleOptions struct {
 
 	Interval               time.Duration
 	UnschedulableThreshold time.Duration
+	RetryBouncedAfter      time.Duration
 	Estimator              string
 	MemberKubeconfig       string
 	DryRunFlag             string
@@ -153,6 +161,7 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		ConfigFlags:            genericclioptions.NewConfigFlags(true),
 		PrintFlags:             genericclioptions.NewPrintFlags(""),
 		UnschedulableThreshold: deschedule.DefaultUnschedulableThreshold,
+		RetryBouncedAfter:      deschedule.DefaultRetryBouncedAfter,
 		Estimator:              estimatorProxy,
 		DryRunFlag:             string(deschedule.DryRunNone),
 		QPS:                    defaultDescheduleQPS,
@@ -202,6 +211,8 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
 	flags.DurationVar(&o.Interval, "interval", o.Interval, "Run as a daemon: a pass at start and then every interval (karmada-descheduler's --descheduling-interval, 2m there). 0 runs one pass and exits.")
 	flags.DurationVar(&o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a pod must have been unschedulable to count.")
+	flags.DurationVar(&o.RetryBouncedAfter, "retry-bounced-after", o.RetryBouncedAfter,
+		"How long to leave a cluster alone after karmada-scheduler put replicas evicted from it straight back (it does so without karmada-scheduler-estimator), before evicting from it once more.")
 	flags.StringVar(&o.Estimator, "estimator", o.Estimator, `Where member pods are read: "proxy" (the Karmada cluster proxy, needs clusters/proxy) or "kubeconfig" (contexts named like the member clusters).`)
 	flags.StringVar(&o.MemberKubeconfig, "member-kubeconfig", o.MemberKubeconfig, "With --estimator=kubeconfig, the kubeconfig holding the member contexts; the Karmada kubeconfig when empty.")
 	flags.StringVar(&o.DryRunFlag, "dry-run", o.DryRunFlag, `Must be "none", "server", or "client". With client, bindings are only read; with server, updates are sent with dryRun=All and nothing is persisted. No events are recorded in a dry run.`)
@@ -361,6 +372,8 @@ func (o *DescheduleOptions) Validate() error {
 	case o.MaxReplicasPerPass < 0 || o.MaxReplicasPerCluster < 0:
 		return fmt.Errorf("--max-replicas-per-pass and --max-replicas-per-cluster must be 0 (no limit) or positive, got %d and %d",
 			o.MaxReplicasPerPass, o.MaxReplicasPerCluster)
+	case o.RetryBouncedAfter <= 0:
+		return fmt.Errorf("--retry-bounced-after must be positive, got %s", o.RetryBouncedAfter)
 	case o.QPS <= 0 || o.Burst <= 0:
 		return fmt.Errorf("--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
 	case o.LeaderElect && (o.LeaderElectNamespace == "" || o.LeaderElectName == ""):
@@ -440,6 +453,7 @@ func (o *DescheduleOptions) descheduler(host string) (*deschedule.Descheduler, e
 		WorkloadSelector:       o.LabelSelector,
 		ExcludedNamespaces:     o.ExcludeNamespaces,
 		UnschedulableThreshold: o.UnschedulableThreshold,
+		RetryBouncedAfter:      o.RetryBouncedAfter,
 		DryRun:                 o.DryRun,
 		MaxReplicasPerPass:     o.MaxReplicasPerPass,
 		MaxReplicasPerCluster:  o.MaxReplicasPerCluster,

@@ -39,6 +39,7 @@ type Metrics struct {
 	bindingsExamined  prometheus.Counter
 	bindingsByOutcome *prometheus.CounterVec
 	replicas          *prometheus.CounterVec
+	bouncedBack       *prometheus.CounterVec
 	errors            *prometheus.CounterVec
 	lastPass          prometheus.Gauge
 	leader            prometheus.Gauge
@@ -62,11 +63,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		bindingsByOutcome: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "bindings_total",
-			Help: "Candidate ResourceBindings by what a pass did with them: descheduled, dry-run, unchanged, blocked, limited, skipped, failed, stopped.",
+			Help: "Candidate ResourceBindings by what a pass did with them: descheduled, dry-run, unchanged, blocked, limited, bounced-back, skipped, failed, stopped.",
 		}, []string{"outcome"}),
 		replicas: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "replicas_descheduled_total",
 			Help: "Replicas taken away from a member cluster by written binding updates (dry runs are not counted).",
+		}, []string{"cluster"}),
+		bouncedBack: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "bounced_back_total",
+			Help: "Bounces found: a member cluster the scheduler gave evicted replicas back to, where they were unschedulable again; such a cluster is left alone instead of evicted from in a loop. Counted once per bounce.",
 		}, []string{"cluster"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "errors_total",
@@ -81,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "1 while this process runs passes (it holds the lease, or runs without leader election), else 0.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.passDuration, m.bindingsExamined, m.bindingsByOutcome, m.replicas, m.errors, m.lastPass, m.leader} {
+	for _, c := range []prometheus.Collector{m.passes, m.passDuration, m.bindingsExamined, m.bindingsByOutcome, m.replicas, m.bouncedBack, m.errors, m.lastPass, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -132,6 +137,9 @@ func (m *Metrics) ObservePass(result *PassResult, err error) {
 		}
 		if br.EventErr != nil {
 			m.errors.WithLabelValues(errorEvent).Inc()
+		}
+		for _, cluster := range br.NewlyBounced {
+			m.bouncedBack.WithLabelValues(cluster).Inc()
 		}
 		if br.Outcome != OutcomeDescheduled {
 			continue

@@ -90,6 +90,10 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Now is the clock used for the unschedulable threshold; nil is time.Now.
 	Now func() time.Time
+	// RetryBouncedAfter is how long a cluster whose evicted replicas the
+	// scheduler put straight back is left alone; 0 means
+	// DefaultRetryBouncedAfter.
+	RetryBouncedAfter time.Duration
 }
 
 // Descheduler runs descheduling passes against one Karmada control plane.
@@ -136,6 +140,9 @@ func New(karmada karmadaclientset.Interface, pods PodSource, events EventWriter,
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.RetryBouncedAfter <= 0 {
+		opts.RetryBouncedAfter = DefaultRetryBouncedAfter
+	}
 	exclude := make(map[string]bool, len(opts.ExcludedNamespaces))
 	for _, ns := range opts.ExcludedNamespaces {
 		exclude[ns] = true
@@ -167,6 +174,10 @@ const (
 	OutcomeFailed Outcome = "failed"
 	// OutcomeStopped: the pass was stopped before this binding was written.
 	OutcomeStopped Outcome = "stopped"
+	// OutcomeBouncedBack: the scheduler put replicas evicted by an earlier
+	// pass back on their cluster, where they are unschedulable again; the
+	// pass leaves them, as evicting again would loop.
+	OutcomeBouncedBack Outcome = "bounced-back"
 )
 
 // BindingResult is what one pass observed and did for one candidate binding.
@@ -191,6 +202,9 @@ type BindingResult struct {
 	EventErr error `json:"-"`
 	// Retried is true when a conflict made the pass re-read the binding.
 	Retried bool `json:"retried,omitempty"`
+	// NewlyBounced lists the clusters this pass found bounced back for the
+	// first time (and recorded a warning event for).
+	NewlyBounced []string `json:"newlyBounced,omitempty"`
 }
 
 // SkippedBinding is a listed binding the descheduler does not act on.
@@ -241,6 +255,9 @@ func (r *PassResult) Summary() string {
 	if n := r.count(OutcomeLimited); n > 0 {
 		fmt.Fprintf(&b, ", %d held back by limits", n)
 	}
+	if n := r.bouncedBack(); n > 0 {
+		fmt.Fprintf(&b, ", %d bounced back (karmada-scheduler put evicted replicas back where they cannot run: give it karmada-scheduler-estimator)", n)
+	}
 	if r.Failed > 0 {
 		fmt.Fprintf(&b, ", %d failed", r.Failed)
 	}
@@ -257,6 +274,20 @@ func (r *PassResult) Summary() string {
 		fmt.Fprintf(&b, " in %s", r.End.Sub(r.Start).Round(time.Millisecond))
 	}
 	return b.String()
+}
+
+// bouncedBack counts the binding clusters left alone because their evicted
+// replicas came back.
+func (r *PassResult) bouncedBack() int {
+	n := 0
+	for i := range r.Bindings {
+		for _, row := range r.Bindings[i].Rows {
+			if row.Action == ActionBouncedBack {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (r *PassResult) count(o Outcome) int {
@@ -310,7 +341,7 @@ func (d *Descheduler) Pass(ctx context.Context) (*PassResult, error) {
 
 	for _, rb := range candidates {
 		br := BindingResult{Namespace: rb.Namespace, Name: rb.Name, Resource: rb.Spec.Resource}
-		br.Rows = budget.limit(ComputePlan(counter.inputs(rb, d.opts.UnschedulableThreshold, now)))
+		br.Rows = budget.limit(ComputePlan(counter.inputs(rb, d.opts.UnschedulableThreshold, now, d.opts.RetryBouncedAfter)))
 		if ctx.Err() != nil {
 			result.Stopped = true
 			br.Outcome, br.Message = OutcomeStopped, "pass stopped before this binding was written"
@@ -438,13 +469,16 @@ func (d *Descheduler) listScope(nsSet map[string]bool) []string {
 	return scope
 }
 
-// inputs builds the formula inputs of rb from the pass's cluster indexes.
-func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time.Duration, now time.Time) []ClusterInput {
+// inputs builds the formula inputs of rb from the pass's cluster indexes and
+// the binding's record of recent evictions.
+func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time.Duration, now time.Time, retryBouncedAfter time.Duration) []ClusterInput {
 	ready := ReadyReplicas(rb)
+	evictions := ReadEvictions(rb)
 	ref := rb.Spec.Resource
 	inputs := make([]ClusterInput, 0, len(rb.Spec.Clusters))
 	for _, tc := range rb.Spec.Clusters {
-		in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name)}
+		in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name),
+			LastEviction: evictions.bounceCandidate(tc.Name, now, retryBouncedAfter)}
 		if in.IsCandidate() {
 			switch ix, ok := c.indexes[tc.Name]; {
 			case ok:
@@ -472,25 +506,26 @@ func (d *Descheduler) apply(ctx context.Context, rb *workv1alpha2.ResourceBindin
 
 	for attempt := 0; ; attempt++ {
 		br.Evicted = TotalEvicted(br.Rows)
+		evictions := ReadEvictions(rb)
+		bounced := evictions.newlyBounced(br.Rows)
 		if br.Evicted == 0 {
-			br.Outcome, br.Message = quietOutcome(br.Rows)
-			return
-		}
-		br.Message = SucceedMessage(br.Rows)
-		if d.opts.DryRun == DryRunClient {
-			br.Outcome = OutcomeDryRun
-			budget.spend(br.Rows)
-			return
-		}
-		updated, err := d.write(writeCtx, rb, br.Rows)
-		if err == nil {
-			budget.spend(br.Rows)
-			if d.opts.DryRun == DryRunServer {
-				br.Outcome = OutcomeDryRun
+			br.Outcome, br.Message = quietOutcome(br.Rows, evictions)
+			// A first bounce is still written down, so that its warning is
+			// recorded once and not on every pass.
+			if len(bounced) == 0 || d.opts.DryRun == DryRunClient {
 				return
 			}
-			br.Outcome = OutcomeDescheduled
-			br.EventErr = d.recordEvents(writeCtx, updated, corev1.EventTypeNormal, ReasonDescheduleSucceed, br.Message)
+		} else {
+			br.Message = SucceedMessage(br.Rows)
+			if d.opts.DryRun == DryRunClient {
+				br.Outcome = OutcomeDryRun
+				budget.spend(br.Rows)
+				return
+			}
+		}
+		updated, err := d.write(writeCtx, rb, br.Rows, now)
+		if err == nil {
+			d.written(writeCtx, updated, br, budget, bounced, evictions)
 			return
 		}
 		if !apierrors.IsConflict(err) || attempt > 0 {
@@ -515,13 +550,39 @@ func (d *Descheduler) apply(ctx context.Context, rb *workv1alpha2.ResourceBindin
 		}
 		rb = fresh
 		br.Resource = fresh.Spec.Resource
-		br.Rows = budget.limit(ComputePlan(counter.inputs(fresh, d.opts.UnschedulableThreshold, now)))
+		br.Rows = budget.limit(ComputePlan(counter.inputs(fresh, d.opts.UnschedulableThreshold, now, d.opts.RetryBouncedAfter)))
 	}
 }
 
-// write updates spec.clusters of rb to rows' New values with rb's
-// resourceVersion as precondition.
-func (d *Descheduler) write(ctx context.Context, rb *workv1alpha2.ResourceBinding, rows []ClusterRow) (*workv1alpha2.ResourceBinding, error) {
+// written finishes a binding whose update went through: it spends the
+// budget, sets the outcome and records the events.
+func (d *Descheduler) written(ctx context.Context, updated *workv1alpha2.ResourceBinding, br *BindingResult, budget *budget,
+	bounced []string, evictions Evictions) {
+	if br.Evicted > 0 {
+		budget.spend(br.Rows)
+		br.Outcome = OutcomeDescheduled
+		if d.opts.DryRun == DryRunServer {
+			br.Outcome = OutcomeDryRun
+		}
+	}
+	if d.opts.DryRun != DryRunNone {
+		return
+	}
+	var errs []error
+	if br.Evicted > 0 {
+		errs = append(errs, d.recordEvents(ctx, updated, corev1.EventTypeNormal, ReasonDescheduleSucceed, br.Message))
+	}
+	if len(bounced) > 0 {
+		br.NewlyBounced = bounced
+		errs = append(errs, d.recordEvents(ctx, updated, corev1.EventTypeWarning, ReasonDescheduleBouncedBack, BounceMessage(br.Rows, evictions)))
+	}
+	br.EventErr = errors.Join(errs...)
+}
+
+// write updates spec.clusters of rb to rows' New values, and the evictions
+// annotation, with rb's resourceVersion as precondition. When only the
+// annotation changes, the generation stays and the scheduler is not woken.
+func (d *Descheduler) write(ctx context.Context, rb *workv1alpha2.ResourceBinding, rows []ClusterRow, now time.Time) (*workv1alpha2.ResourceBinding, error) {
 	if len(rows) != len(rb.Spec.Clusters) {
 		return nil, fmt.Errorf("plan of binding %s/%s does not match its spec.clusters, it is recomputed next pass", rb.Namespace, rb.Name)
 	}
@@ -529,6 +590,12 @@ func (d *Descheduler) write(ctx context.Context, rb *workv1alpha2.ResourceBindin
 	for i := range rows {
 		next.Spec.Clusters[i].Replicas = rows[i].New
 	}
+	evictions := ReadEvictions(rb)
+	record := evictions.withEvictions(rows, now).markBounced(evictions.newlyBounced(rows), now)
+	if next.Annotations == nil {
+		next.Annotations = map[string]string{}
+	}
+	next.Annotations[EvictionsAnnotation] = record.annotationValue()
 	opts := metav1.UpdateOptions{FieldManager: EventComponent}
 	if d.opts.DryRun == DryRunServer {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -558,7 +625,10 @@ func (d *Descheduler) recordEvents(ctx context.Context, rb *workv1alpha2.Resourc
 }
 
 // quietOutcome explains why a binding with nothing to evict is left alone.
-func quietOutcome(rows []ClusterRow) (Outcome, string) {
+func quietOutcome(rows []ClusterRow, evictions Evictions) (Outcome, string) {
+	if msg := BounceMessage(rows, evictions); msg != "" {
+		return OutcomeBouncedBack, msg
+	}
 	for _, r := range rows {
 		if r.Action == ActionCountFailed {
 			return OutcomeBlocked, fmt.Sprintf("cluster %s could not be counted: %v", r.Cluster, r.Err)

@@ -30,6 +30,10 @@ const (
 	// ActionLimited: the formula asked for an eviction that a per-pass or
 	// per-cluster limit cut down, possibly to nothing.
 	ActionLimited Action = "limited"
+	// ActionBouncedBack: an earlier pass evicted from the cluster, the
+	// scheduler gave it replicas again and they are unschedulable again, so
+	// evicting once more would only loop; nothing changes.
+	ActionBouncedBack Action = "bounced-back"
 )
 
 // UnknownReady is what ClusterRow.ReadyOrUnknown returns when a cluster has
@@ -49,6 +53,15 @@ type ClusterInput struct {
 	Unschedulable int32
 	// CountErr is set when Unschedulable could not be determined.
 	CountErr error
+	// LastEviction is a recent eviction an earlier pass wrote for the
+	// cluster, nil when there is none (or it is too old to count).
+	LastEviction *Eviction
+}
+
+// bouncedBack reports whether the scheduler gave the cluster more replicas
+// than the last eviction left it: the evicted replicas came back.
+func (in ClusterInput) bouncedBack() bool {
+	return in.LastEviction != nil && in.Spec > in.LastEviction.To
 }
 
 // IsCandidate reports whether the cluster has fewer ready replicas than it
@@ -98,7 +111,8 @@ func readyOrUnknown(ready *int32) int32 {
 // new assignment is spec - unschedulable, raised back to ready when ready is
 // known and not above spec, so that running replicas are never given up. More
 // unschedulable pods than the assignment changes nothing. If any candidate
-// cluster could not be counted, no cluster of the binding changes.
+// cluster could not be counted, no cluster of the binding changes. A cluster
+// the scheduler refilled after a recent eviction is not evicted from again.
 func ComputePlan(inputs []ClusterInput) []ClusterRow {
 	blocked := false
 	for _, in := range inputs {
@@ -118,6 +132,9 @@ func ComputePlan(inputs []ClusterInput) []ClusterRow {
 		default:
 			row.Counted, row.Unschedulable = true, in.Unschedulable
 			row.New, row.Action = evictionTarget(in)
+			if row.Action == ActionEvict && in.bouncedBack() {
+				row.New, row.Action = in.Spec, ActionBouncedBack
+			}
 			if blocked && row.Action == ActionEvict {
 				row.New, row.Action = in.Spec, ActionBlocked
 			}

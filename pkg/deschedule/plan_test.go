@@ -88,6 +88,23 @@ func TestComputePlan(t *testing.T) {
 			wantAction: []Action{ActionBlocked, ActionCountFailed, ActionNone},
 		},
 		{
+			name: "a cluster refilled after an eviction has bounced back and is left alone",
+			inputs: []ClusterInput{
+				{Cluster: "m1", Spec: 1, Ready: ptr.To[int32](0), Unschedulable: 1, LastEviction: &Eviction{To: 0}},
+				{Cluster: "m2", Spec: 2, Ready: ptr.To[int32](1), Unschedulable: 1, LastEviction: &Eviction{To: 2}},
+			},
+			wantNew:    []int32{1, 1},
+			wantAction: []Action{ActionBouncedBack, ActionEvict},
+		},
+		{
+			name: "an earlier eviction whose replicas did not come back does not hold",
+			inputs: []ClusterInput{
+				{Cluster: "m1", Spec: 2, Ready: ptr.To[int32](0), Unschedulable: 2, LastEviction: &Eviction{To: 2}},
+			},
+			wantNew:    []int32{0},
+			wantAction: []Action{ActionEvict},
+		},
+		{
 			name: "a count error on a cluster that is all ready blocks nothing",
 			inputs: []ClusterInput{
 				{Cluster: "m1", Spec: 3, Ready: ptr.To[int32](1), Unschedulable: 2},

@@ -106,7 +106,7 @@ type ClusterReport struct {
 	New int32 `json:"new"`
 	// Evicted is Spec - New.
 	Evicted int32 `json:"evicted"`
-	// Action is ready, none, evict, over-spec, count-failed, blocked or limited.
+	// Action is ready, none, evict, over-spec, count-failed, blocked, limited or bounced-back.
 	Action Action `json:"action"`
 	// Error is why the cluster could not be counted.
 	Error string `json:"error,omitempty"`
