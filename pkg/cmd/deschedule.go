@@ -7,9 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
@@ -106,6 +104,16 @@ const (
 	estimatorKubeconfig = "kubeconfig"
 )
 
+// Deadlines of the deschedule command.
+const (
+	// defaultDescheduleTimeout bounds a single pass; a pass over 5,000
+	// bindings takes seconds (docs/performance.md).
+	defaultDescheduleTimeout = 10 * time.Minute
+	// defaultDescheduleRequestTimeout bounds every request unless
+	// --request-timeout says otherwise.
+	defaultDescheduleRequestTimeout = time.Minute
+)
+
 // Defaults of karmada-descheduler's client to the Karmada apiserver.
 const (
 	defaultDescheduleQPS   = 40
@@ -133,6 +141,7 @@ type DescheduleOptions struct {
 	NoHeaders              bool
 	QPS                    float32
 	Burst                  int
+	Timeout                time.Duration
 
 	LeaderElect          bool
 	LeaderElectNamespace string
@@ -151,6 +160,7 @@ type DescheduleOptions struct {
 	printer      printers.ResourcePrinter
 	restConfig   *rest.Config
 	logger       *slog.Logger
+	guard        *requestGuard
 
 	genericiooptions.IOStreams
 }
@@ -172,6 +182,8 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		RenewDeadline:          deschedule.DefaultRenewDeadline,
 		RetryPeriod:            deschedule.DefaultRetryPeriod,
 		LogFormat:              "text",
+		Timeout:                defaultDescheduleTimeout,
+		guard:                  &requestGuard{},
 		IOStreams:              streams,
 	}
 }
@@ -225,6 +237,7 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
 	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second to the Karmada apiserver and to each member cluster.")
 	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests sent at once before --qps applies.")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a single pass (without --interval) may take; when it runs out the pass stops between two writes (exit code 2). Every request, in a daemon too, gives up after --request-timeout (1m when unset).")
 
 	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "With --interval, pass only while holding a Lease in the Karmada apiserver, so that several replicas run with one active.")
 	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
@@ -297,7 +310,7 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("invalid --output %q: a pass has no name; use one of wide, %s", o.OutputFormat, strings.Join(o.outputFormats(), ", "))
 		}
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return fmt.Errorf("invalid --output %q: use one of wide, %s", o.OutputFormat, strings.Join(o.outputFormats(), ", "))
+			return outputError(o.OutputFormat, err, o.outputFormats())
 		}
 	}
 
@@ -339,7 +352,11 @@ func (o *DescheduleOptions) clientConfig(config *rest.Config) *rest.Config {
 	c := rest.CopyConfig(config)
 	c.QPS, c.Burst = o.QPS, o.Burst
 	c.UserAgent = deschedule.EventComponent + "/" + version.Get().Version
-	return c
+	if c.Timeout == 0 {
+		// A hanging server must not stall a pass, or a daemon, for ever.
+		c.Timeout = defaultDescheduleRequestTimeout
+	}
+	return o.guard.wrapConfig(c)
 }
 
 // newLogger builds the structured logger of the daemon, which also receives
@@ -361,6 +378,10 @@ func (o *DescheduleOptions) Validate() error {
 	switch {
 	case o.Interval < 0:
 		return fmt.Errorf("--interval must be positive, or 0 for a single pass; got %s", o.Interval)
+	case o.UnschedulableThreshold < 0:
+		return fmt.Errorf("--unschedulable-threshold must be 0 or positive, got %s: it is how long a pod must have been unschedulable to count (karmada-descheduler's default is 5m)", o.UnschedulableThreshold)
+	case o.Timeout <= 0:
+		return fmt.Errorf("--timeout must be greater than zero, got %s", o.Timeout)
 	case o.LeaderElect && !daemon:
 		return errors.New("--leader-elect needs --interval: a single pass does not take a lease")
 	case o.MetricsBindAddress != "" && !daemon:
@@ -395,7 +416,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	klog.SetSlogLogger(o.logger)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
@@ -494,14 +515,24 @@ func (o *DescheduleOptions) podSource() (deschedule.PodSource, error) {
 
 // runOnce runs a single pass and prints it.
 func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Descheduler) error {
-	result, err := d.Pass(ctx)
-	if err != nil {
+	passCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	result, err := d.Pass(passCtx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return withExitCode(ExitFailed, errors.New("interrupted before the bindings were listed; nothing was written"))
+	case err != nil && passCtx.Err() != nil:
+		return withExitCode(ExitFailed, fmt.Errorf("--timeout %s ran out before the bindings were listed: the API server at %s (context %q) did not answer %s in time; nothing was written, run it again with a longer --timeout",
+			o.Timeout, o.restConfig.Host, o.contextName(), describeRequest(o.guard.lastFailed())))
+	case err != nil:
 		return withExitCode(ExitError, o.passError(err))
 	}
 	if err := o.print(result, true); err != nil {
 		return withExitCode(ExitError, err)
 	}
 	switch {
+	case result.Stopped && ctx.Err() == nil:
+		return withExitCode(ExitFailed, fmt.Errorf("--timeout %s ran out before every binding was written; the table shows what was done, run it again to finish", o.Timeout))
 	case result.Stopped:
 		return withExitCode(ExitFailed, errors.New("the pass was interrupted before every binding was written; the table shows what was done, run it again to finish"))
 	case result.Err() != nil:
@@ -512,11 +543,32 @@ func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Deschedul
 
 // passError explains why the bindings could not be listed.
 func (o *DescheduleOptions) passError(err error) error {
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("the API server at %s does not serve resourcebindings.work.karmada.io, so it is not a Karmada apiserver; "+
-			"point --kubeconfig or --karmada-context at the Karmada apiserver: %w", o.restConfig.Host, err)
+	// The engine says which bindings it listed; the cause is the API's answer.
+	cause := err
+	if inner := errors.Unwrap(err); inner != nil {
+		cause = inner
 	}
-	return err
+	if apierrors.IsNotFound(cause) && isUnservedResource(cause) {
+		return fmt.Errorf("the cluster behind context %q (%s) is not a Karmada control plane: Karmada is not installed there (resourcebindings.work.karmada.io is not served); "+
+			"point --kubeconfig or --karmada-context at the Karmada apiserver", o.contextName(), o.restConfig.Host)
+	}
+	explained := endpoint{context: o.contextName(), server: o.restConfig.Host, guard: o.guard}.explain(cause)
+	if explained == cause {
+		return err
+	}
+	return explained
+}
+
+// contextName names the kubeconfig context in use, for messages.
+func (o *DescheduleOptions) contextName() string {
+	if name := *o.ConfigFlags.Context; name != "" {
+		return name
+	}
+	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil || raw.CurrentContext == "" {
+		return "<none>"
+	}
+	return raw.CurrentContext
 }
 
 // print writes a pass in the chosen format to stdout and its summary to

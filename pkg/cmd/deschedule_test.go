@@ -89,7 +89,8 @@ func TestDescheduleUnreachableAPIServer(t *testing.T) {
 	code, stdout, stderr := runDeschedule(t, "deschedule", "--kubeconfig", descheduleKubeconfig(t), "--request-timeout=2s")
 	assert.Equal(t, ExitError, code)
 	assert.Empty(t, stdout, "nothing is printed when the bindings cannot be listed")
-	assert.Contains(t, stderr, "error: cannot list resourcebindings in namespace shop, check the Karmada kubeconfig and your RBAC")
+	assert.Contains(t, stderr, `error: cannot reach the API server at https://127.0.0.1:1 (context "karmada-apiserver")`)
+	assert.NotContains(t, stderr, "RBAC", "a server that is not there is not a permission problem")
 	assert.Contains(t, stderr, "127.0.0.1:1")
 }
 

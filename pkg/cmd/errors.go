@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -22,10 +24,29 @@ import (
 // apiError rewrites an error from the API server, or from trying to reach
 // it, into a message that says what went wrong and what to do.
 func (o *RebalanceOptions) apiError(err error) error {
+	return o.endpoint().explain(err)
+}
+
+// endpoint names the API server of the command, for messages.
+func (o *RebalanceOptions) endpoint() endpoint {
+	return endpoint{context: o.contextName(), server: o.serverURL(), guard: o.guard}
+}
+
+// endpoint is the API server a command talks to, as messages name it.
+type endpoint struct {
+	context, server string
+	guard           *requestGuard
+}
+
+// explain rewrites an error of a request to the API server into a lower-case
+// message naming the request, the server and the context, and saying what
+// to do next. Errors it does not recognise are returned as they are.
+func (e endpoint) explain(err error) error {
 	if err == nil {
 		return nil
 	}
 	var request *rebalance.RequestError
+	failed := e.guard.lastFailed()
 	switch {
 	case apierrors.IsForbidden(err) && errors.As(err, &request):
 		where := ""
@@ -33,19 +54,148 @@ func (o *RebalanceOptions) apiError(err error) error {
 			where = fmt.Sprintf(" in namespace %q", request.Namespace)
 		}
 		return fmt.Errorf("not allowed to %s %s%s with context %q: %s; ask an administrator of the Karmada control plane to grant %q on %s",
-			request.Verb, request.Resource, where, o.contextName(), statusMessage(err), request.Verb, request.Resource)
+			request.Verb, request.Resource, where, e.context, statusMessage(err), request.Verb, request.Resource)
 	case apierrors.IsForbidden(err):
-		// The API server's message names the user, the verb and the resource.
-		return fmt.Errorf("not allowed with context %q: %s; ask an administrator of the Karmada control plane for that permission",
-			o.contextName(), statusMessage(err))
+		verb, resource, namespace := requestParts(failed)
+		if failed != nil && isDiscoveryPath(failed.Path) {
+			resource = "the non-resource URL " + failed.Path
+		}
+		where := ""
+		if namespace != "" {
+			where = fmt.Sprintf(" in namespace %q", namespace)
+		}
+		return fmt.Errorf("not allowed to %s %s%s with context %q (%s): %s; ask an administrator of the Karmada control plane to grant %q on %s",
+			verb, resource, where, e.context, e.server, statusMessage(err), verb, resource)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("the API server at %s (context %q) did not accept the credentials: %s; renew them in the kubeconfig or choose another context with --karmada-context",
-			o.serverURL(), o.contextName(), statusMessage(err))
+			e.server, e.context, statusMessage(err))
+	case isNotAPIAnswer(err, failed):
+		what := "something that is not a Kubernetes API response"
+		if seen := e.guard.lastSeen(); seen != nil && strings.Contains(seen.ContentType, "html") {
+			what = "an HTML page (a login page or a proxy in the way?)"
+		}
+		return fmt.Errorf("the server at %s (context %q) answered %s with %s: %v; check that --kubeconfig and --karmada-context point at the Karmada apiserver itself",
+			e.server, e.context, describeRequest(e.guard.lastSeen()), what, err)
 	case isConnectionError(err):
 		return fmt.Errorf("cannot reach the API server at %s (context %q): %v; check that the Karmada apiserver is up and that --kubeconfig and --karmada-context point at it",
-			o.serverURL(), o.contextName(), err)
+			e.server, e.context, err)
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := int(status.Status().Code)
+		return fmt.Errorf("the API server at %s (context %q) failed %s: %s (HTTP %d); %s",
+			e.server, e.context, describeRequest(failed), statusMessage(err), code, statusAdvice(code, failed))
 	}
 	return err
+}
+
+// statusAdvice says what to do about an HTTP error code.
+func statusAdvice(code int, failed *failedRequest) string {
+	switch {
+	case code == http.StatusNotFound && failed != nil && isDiscoveryPath(failed.Path):
+		return "the address serves no Kubernetes API there: check that the kubeconfig's server URL is the Karmada apiserver's, with no extra path"
+	case code == http.StatusNotFound:
+		return "the API server does not serve it: check that --karmada-context points at the Karmada apiserver"
+	case code == http.StatusTooManyRequests:
+		return "the server is throttling this client: lower --qps and --burst, or try again later"
+	case code >= 500:
+		return "the server may be restarting or overloaded: try again in a moment, and check its health with `kubectl get --raw /readyz`"
+	}
+	return "check the request and the server's logs"
+}
+
+// isNotAPIAnswer recognises an answer that could not be decoded: a web page,
+// a truncated or broken JSON document.
+func isNotAPIAnswer(err error, failed *failedRequest) bool {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typeErr) {
+		return true
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "invalid character") || strings.Contains(msg, "unexpected end of JSON input") ||
+		strings.Contains(msg, "couldn't get version/kind; json parse error") {
+		return true
+	}
+	return failed != nil && failed.Code > 0 && failed.Code < 400 && !isAPIMediaType(failed.ContentType)
+}
+
+// describeRequest names a request by its verb and resource, or as
+// discovery, for messages: "the request to list deployments.apps in
+// namespace shop", "the discovery request GET /apis".
+func describeRequest(failed *failedRequest) string {
+	if failed == nil {
+		return "a request"
+	}
+	if isDiscoveryPath(failed.Path) {
+		return fmt.Sprintf("the discovery request %s %s", failed.Method, failed.Path)
+	}
+	verb, resource, namespace := requestParts(failed)
+	if namespace != "" {
+		return fmt.Sprintf("the request to %s %s in namespace %s", verb, resource, namespace)
+	}
+	return fmt.Sprintf("the request to %s %s", verb, resource)
+}
+
+// isDiscoveryPath reports the paths of the API's discovery documents.
+func isDiscoveryPath(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case path == "/version" || path == "/" || path == "":
+		return true
+	case parts[0] == "api":
+		return len(parts) <= 2
+	case parts[0] == "apis":
+		return len(parts) <= 3
+	}
+	return true
+}
+
+// requestParts splits a request into its API verb, its resource (with the
+// group) and namespace, from the method and the path.
+func requestParts(failed *failedRequest) (verb, resource, namespace string) {
+	if failed == nil {
+		return "use", "the requested resource", ""
+	}
+	parts := strings.Split(strings.Trim(failed.Path, "/"), "/")
+	group := ""
+	switch {
+	case len(parts) > 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) > 3 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return strings.ToLower(failed.Method), failed.Path, ""
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		namespace, parts = parts[1], parts[2:]
+	}
+	resource = parts[0]
+	if len(parts) >= 3 {
+		resource += "/" + parts[2]
+	}
+	if group != "" {
+		resource += "." + group
+	}
+	named := len(parts) >= 2
+	switch failed.Method {
+	case http.MethodGet:
+		verb = "list"
+		if named {
+			verb = "get"
+		}
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+	default:
+		verb = strings.ToLower(failed.Method)
+	}
+	return verb, resource, namespace
 }
 
 // inputError rewrites an error about the workloads asked for. cli-runtime's
@@ -53,7 +203,17 @@ func (o *RebalanceOptions) apiError(err error) error {
 // their wording.
 func (o *RebalanceOptions) inputError(err error) error {
 	msg := err.Error()
+	var urlErr *url.Error
 	switch {
+	case errors.As(err, &urlErr) && !strings.HasPrefix(urlErr.URL, o.serverURL()):
+		// A file given as a URL, not the API server.
+		return fmt.Errorf("cannot read %s given with -f: %v; check the address, or download the file and give its path", urlErr.URL, urlErr.Err)
+	case strings.HasPrefix(msg, "unable to read URL "):
+		return fmt.Errorf("cannot read the -f %s; check the address, or download the file and give its path", strings.TrimPrefix(msg, "unable to read "))
+	case strings.HasPrefix(msg, "must build at directory"), strings.Contains(msg, "kustomization"):
+		return fmt.Errorf("cannot build the kustomization given with -k %s: %s; give a directory that holds a kustomization.yaml", o.Kustomize, msg)
+	case strings.HasPrefix(msg, "the path ") && strings.HasSuffix(msg, " does not exist"):
+		return fmt.Errorf("cannot read -f: %s; check the file name", msg)
 	case strings.HasPrefix(msg, "the server doesn't have a resource type "):
 		kind := strings.TrimPrefix(msg, "the server doesn't have a resource type ")
 		return fmt.Errorf("unknown resource type %s: the API server behind context %q does not serve it; run 'kubectl api-resources --context %s' to list the types it serves",
@@ -120,11 +280,16 @@ func (o *RebalanceOptions) explainMissingBinding(mapper meta.RESTMapper) func(co
 	}
 }
 
-// statusMessage returns the API server's own message of an error.
+// statusMessage returns the API server's own message of an error, or the
+// HTTP status when the answer had none (client-go says "unknown" then).
 func statusMessage(err error) string {
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		return status.Status().Message
+	if errors.As(err, &status) {
+		s := status.Status()
+		if s.Message != "" && s.Message != "unknown" && !strings.Contains(s.Message, `("unknown")`) {
+			return s.Message
+		}
+		return fmt.Sprintf("the server answered %d %s without saying why", s.Code, http.StatusText(int(s.Code)))
 	}
 	return err.Error()
 }
@@ -134,4 +299,21 @@ func isConnectionError(err error) bool {
 	var urlErr *url.Error
 	var netErr net.Error
 	return errors.As(err, &urlErr) || errors.As(err, &netErr) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err)
+}
+
+// outputError explains why -o FORMAT gave no printer: an unknown format, or
+// a template format given without its template.
+func outputError(format string, err error, allowed []string) error {
+	if strings.Contains(err.Error(), "no template given") {
+		flag := "--template"
+		example := fmt.Sprintf("-o %s='{{.metadata.name}}'", format)
+		switch {
+		case strings.HasPrefix(format, "jsonpath"):
+			example = fmt.Sprintf("-o %s='{.metadata.name}'", format)
+		case strings.HasSuffix(format, "file"):
+			example = fmt.Sprintf("-o %s=FILE", format)
+		}
+		return fmt.Errorf("-o %s needs a template: give it after an equals sign (%s) or with %s", format, example, flag)
+	}
+	return fmt.Errorf("invalid --output %q: use one of wide, %s", format, strings.Join(allowed, ", "))
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
@@ -55,10 +58,14 @@ var (
 		kubectl rebalance get nginx-after-failover -o yaml`)
 )
 
+// defaultGetTimeout bounds `get`: listing WorkloadRebalancers is one request.
+const defaultGetTimeout = 30 * time.Second
+
 // GetOptions holds the flags and the state of `kubectl rebalance get`.
 type GetOptions struct {
 	PrintFlags *genericclioptions.PrintFlags
 	NoHeaders  bool
+	Timeout    time.Duration
 
 	// Set by Complete.
 	Name         string
@@ -66,6 +73,8 @@ type GetOptions struct {
 	ConfigFlags  *genericclioptions.ConfigFlags
 	printer      printers.ResourcePrinter
 	client       appsclient.WorkloadRebalancerInterface
+	discovery    discovery.DiscoveryInterface
+	guard        *requestGuard
 	now          func() time.Time
 
 	genericiooptions.IOStreams
@@ -73,7 +82,7 @@ type GetOptions struct {
 
 // NewGetOptions returns options with the flags' defaults.
 func NewGetOptions(streams genericiooptions.IOStreams) *GetOptions {
-	return &GetOptions{PrintFlags: genericclioptions.NewPrintFlags(""), IOStreams: streams, now: time.Now}
+	return &GetOptions{PrintFlags: genericclioptions.NewPrintFlags(""), IOStreams: streams, now: time.Now, Timeout: defaultGetTimeout, guard: &requestGuard{}}
 }
 
 // NewCmdGet builds the `get` subcommand.
@@ -119,6 +128,7 @@ func NewCmdGet(streams genericiooptions.IOStreams) *cobra.Command {
 	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table.", strings.Join(o.PrintFlags.AllowedFormats(), ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"wide"}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
 	return cmd
 }
 
@@ -142,20 +152,26 @@ func (o *GetOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.OutputFormat != "" && o.OutputFormat != "wide" {
 		printer, err := o.PrintFlags.ToPrinter()
 		if err != nil {
-			return fmt.Errorf("invalid --output %q: use one of wide, %s", o.OutputFormat, strings.Join(o.PrintFlags.AllowedFormats(), ", "))
+			return outputError(o.OutputFormat, err, o.PrintFlags.AllowedFormats())
 		}
 		o.printer = printer
+	}
+
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout must be greater than zero, got %s", o.Timeout)
 	}
 
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
 	}
+	config = o.guard.wrapConfig(rest.CopyConfig(config))
 	client, err := karmadaclient.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
 	}
 	o.client = client.AppsV1alpha1().WorkloadRebalancers()
+	o.discovery = client.Discovery()
 	return nil
 }
 
@@ -164,19 +180,23 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	reqCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
 	if o.Name != "" {
-		rb, err := o.client.Get(ctx, o.Name, metav1.GetOptions{})
+		rb, err := o.client.Get(reqCtx, o.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) && !isUnservedResource(err) {
 			return withExitCode(ExitError, fmt.Errorf("workloadrebalancer %s not found; run `kubectl rebalance get` to list them", o.Name))
 		}
 		if err != nil {
-			return withExitCode(ExitError, o.requestError("get", err))
+			return withExitCode(ExitError, o.requestError(ctx, reqCtx, "get", err))
 		}
 		return o.printOne(rb)
 	}
-	list, err := o.client.List(ctx, metav1.ListOptions{})
+	list, err := o.client.List(reqCtx, metav1.ListOptions{})
 	if err != nil {
-		return withExitCode(ExitError, o.requestError("list", err))
+		return withExitCode(ExitError, o.requestError(ctx, reqCtx, "list", err))
 	}
 	return o.printList(list)
 }
@@ -193,10 +213,24 @@ func isUnservedResource(err error) bool {
 }
 
 // requestError explains a failed request in the words of `kubectl rebalance`.
-func (o *GetOptions) requestError(verb string, err error) error {
-	base := &RebalanceOptions{ConfigFlags: o.ConfigFlags}
+func (o *GetOptions) requestError(ctx, reqCtx context.Context, verb string, err error) error {
+	base := &RebalanceOptions{ConfigFlags: o.ConfigFlags, guard: o.guard}
 	switch {
+	case ctx.Err() != nil:
+		return errors.New("interrupted before the Karmada apiserver answered; nothing was shown")
+	case reqCtx.Err() != nil:
+		return fmt.Errorf("--timeout %s ran out: the API server at %s (context %q) did not answer %s in time; check that it is up, or try again with a longer --timeout",
+			o.Timeout, base.serverURL(), base.contextName(), describeRequest(o.guard.lastFailed()))
 	case apierrors.IsNotFound(err) && isUnservedResource(err):
+		if o.discovery != nil {
+			probeCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+			defer cancel()
+			defer o.guard.bind(o.guard.bind(probeCtx))
+			if _, derr := o.discovery.ServerResourcesForGroupVersion("work.karmada.io/v1alpha2"); apierrors.IsNotFound(derr) {
+				return fmt.Errorf("the cluster behind context %q (%s) is not a Karmada control plane: Karmada is not installed there (resourcebindings.work.karmada.io is not served); "+
+					"point --karmada-context or --kubeconfig at the Karmada apiserver", base.contextName(), base.serverURL())
+			}
+		}
 		return base.rebalancerNotServed()
 	case apierrors.IsForbidden(err):
 		return base.apiError(&rebalance.RequestError{Verb: verb, Resource: record.RebalancerResource, Name: o.Name, Err: err})

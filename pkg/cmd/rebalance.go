@@ -3,10 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
@@ -144,6 +141,11 @@ type RebalanceOptions struct {
 	OutputFormat     string
 	printer          printers.ResourcePrinter
 	factory          cmdutil.Factory
+	// guard ties the start-up requests to Ctrl-C and --timeout, and
+	// remembers the last failed request for messages.
+	guard *requestGuard
+	// deadline is when --timeout runs out, counted from the start of Run.
+	deadline time.Time
 
 	genericiooptions.IOStreams
 }
@@ -159,11 +161,13 @@ func NewRebalanceOptions(streams genericiooptions.IOStreams) *RebalanceOptions {
 		QPS:         defaultQPS,
 		Burst:       defaultBurst,
 		IOStreams:   streams,
+		guard:       &requestGuard{},
 	}
-	// Every client built from the flags obeys --qps and --burst.
+	// Every client built from the flags obeys --qps and --burst, Ctrl-C
+	// and --timeout.
 	o.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.QPS, c.Burst = o.QPS, o.Burst
-		return c
+		return o.guard.wrapConfig(c)
 	}
 	return o
 }
@@ -279,7 +283,7 @@ func (o *RebalanceOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args 
 	}
 	if o.OutputFormat != "" && o.OutputFormat != "wide" {
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return fmt.Errorf("invalid --output %q: use one of wide, %s", o.OutputFormat, strings.Join(o.PrintFlags.AllowedFormats(), ", "))
+			return outputError(o.OutputFormat, err, o.PrintFlags.AllowedFormats())
 		}
 	}
 	return nil
@@ -312,22 +316,16 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	// Ctrl-C ends the run like the timeout does: what was written is
-	// still reported.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// still reported. A second Ctrl-C ends the process at once.
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	o.quietenClientLogs()
+	// --timeout bounds the whole run, from the first request on.
+	o.deadline = time.Now().Add(o.Timeout)
 
-	mapper, err := o.factory.ToRESTMapper()
+	mapper, resolved, err := o.startup(ctx)
 	if err != nil {
-		return withExitCode(ExitError, o.apiError(err))
-	}
-	if err := o.checkKarmada(mapper); err != nil {
-		return withExitCode(ExitError, err)
-	}
-
-	resolved, err := o.resolve(mapper)
-	if err != nil {
-		return withExitCode(ExitError, o.rebalancerKindError(err))
+		return err
 	}
 	if plan, err := o.recordPlan(resolved); err != nil {
 		return withExitCode(ExitError, err)
@@ -358,10 +356,13 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 			Explain:  o.explainMissingBinding(mapper),
 		},
 	}
-	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
 	defer cancel()
 	result, runErr := runner.Run(runCtx, resolved.Targets)
 	progress.Clear()
+	if ctx.Err() != nil {
+		runErr = nil // the interruption, not an error of the API: the table says what was done
+	}
 
 	if runErr != nil && result.Written == 0 {
 		// Nothing was written: the error says it all.
@@ -372,6 +373,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 	if runErr != nil {
 		return withExitCode(ExitError, fmt.Errorf("%w; the table shows the %d binding(s) already triggered", o.apiError(runErr), result.Written))
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(o.ErrOut, interruptedSummary(result, o.DryRun))
 	}
 	switch {
 	case result.Failed > 0:
@@ -388,19 +392,6 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 func (o *RebalanceOptions) quietenClientLogs() {
 	setupClientLogs(o.ErrOut)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
-}
-
-// checkKarmada fails unless the API server serves Karmada's bindings.
-func (o *RebalanceOptions) checkKarmada(mapper meta.RESTMapper) error {
-	_, err := mapper.RESTMapping(bindingGroupKind, "v1alpha2")
-	if err == nil {
-		return nil
-	}
-	if meta.IsNoMatchError(err) {
-		return fmt.Errorf("the cluster behind context %q (%s) is not a Karmada control plane: resourcebindings.work.karmada.io is not served; "+
-			"point --karmada-context or --kubeconfig at the Karmada apiserver", o.contextName(), o.serverURL())
-	}
-	return o.apiError(err)
 }
 
 // resolve turns the arguments and files into targets, with cli-runtime's
@@ -420,13 +411,13 @@ func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved,
 		Do()
 	infos, err := result.Infos()
 	if err != nil {
-		return nil, o.inputError(err)
+		return nil, err
 	}
 	resolver := rebalance.Resolver{Mapper: mapper}
 	resolved := &rebalance.Resolved{}
 	for _, info := range infos {
 		if err := resolver.Add(resolved, info); err != nil {
-			return nil, o.inputError(err)
+			return nil, err
 		}
 	}
 	return resolved, nil

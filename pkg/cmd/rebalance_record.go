@@ -171,11 +171,14 @@ func (o *RebalanceOptions) rebalancerNotServed() error {
 // it, reconcile it (or, server-side, follow the controller's status), print
 // the rows, and follow its TTL.
 func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapper, resolved *rebalance.Resolved, plan *recordPlan) error {
-	if _, err := mapper.RESTMapping(rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version); err != nil {
+	checkCtx, cancelCheck := context.WithDeadline(ctx, o.deadline)
+	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
+	cancelCheck()
+	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return withExitCode(ExitError, o.rebalancerNotServed())
 		}
-		return withExitCode(ExitError, o.apiError(err))
+		return o.startupError(ctx, checkCtx, withExitCode(ExitError, o.apiError(err)))
 	}
 
 	client, clock, err := o.clockedClient()
@@ -213,7 +216,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		Notify: notify,
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
 	defer cancel()
 
 	obj, applied, prepared, err := o.applyRecord(runCtx, rec, resolved, plan)

@@ -163,9 +163,9 @@ func TestRebalancePrint(t *testing.T) {
 			name:   "table",
 			output: "",
 			want: "" +
-				"WORKLOAD                RESULT       OUTCOME     BEFORE        AFTER\n" +
-				"deployment.apps/nginx   Successful   Scheduled   {member2:3}   {member1:2, member2:1}\n" +
-				"configmap/missing       Failed       <none>      <none>        <none>\n",
+				"WORKLOAD                RESULT       OUTCOME     BEFORE        AFTER                    REASON\n" +
+				"deployment.apps/nginx   Successful   Scheduled   {member2:3}   {member1:2, member2:1}   Success\n" +
+				"configmap/missing       Failed       <none>      <none>        <none>                   ReferencedBindingNotFound\n",
 			summary: "2 workloads: 1 successful, 1 failed, 0 pending; 1 rescheduled, 0 ignored\n",
 		},
 		{

@@ -29,7 +29,7 @@ const (
 
 // RowPrintOptions selects how PrintRows lays out the table.
 type RowPrintOptions struct {
-	// Wide adds the BINDING, TRIGGERED-AT, REASON and MESSAGE columns.
+	// Wide adds the BINDING, TRIGGERED-AT and MESSAGE columns.
 	Wide bool
 	// NoHeaders leaves out the header line.
 	NoHeaders bool
@@ -49,7 +49,8 @@ var rowColumns = []metav1.TableColumnDefinition{
 	{Name: "After", Type: "string", Description: "The binding's clusters when the outcome was observed."},
 	{Name: "Binding", Type: "string", Priority: 1, Description: "The name of the workload's binding."},
 	{Name: "Triggered-At", Type: "string", Priority: 1, Description: "The trigger time held by the binding."},
-	{Name: "Reason", Type: "string", Priority: 1, Description: "Why the result or outcome is what it is."},
+	// Reason is in the default table too: a failed or pending row must say why.
+	{Name: "Reason", Type: "string", Description: "Why the result or outcome is what it is."},
 	{Name: "Message", Type: "string", Priority: 1, Description: "Details for a human."},
 }
 

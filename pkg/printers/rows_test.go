@@ -63,24 +63,24 @@ func TestPrintRows(t *testing.T) {
 			name: "one namespace: no namespace column",
 			rows: []rebalance.Row{scheduledRow, notFoundRow, ignoredRow},
 			want: "" +
-				"WORKLOAD                RESULT       OUTCOME     BEFORE        AFTER\n" +
-				"deployment.apps/nginx   Successful   Scheduled   {member1:3}   {member1:2, member2:1}\n" +
-				"configmap/settings      Failed       <none>      <none>        <none>\n" +
-				"deployment.apps/web     Successful   Ignored     {member1:1}   {member1:1}\n",
+				"WORKLOAD                RESULT       OUTCOME     BEFORE        AFTER                    REASON\n" +
+				"deployment.apps/nginx   Successful   Scheduled   {member1:3}   {member1:2, member2:1}   Success\n" +
+				"configmap/settings      Failed       <none>      <none>        <none>                   ReferencedBindingNotFound\n" +
+				"deployment.apps/web     Successful   Ignored     {member1:1}   {member1:1}              TriggerNotAfterLastSchedule\n",
 		},
 		{
 			name: "namespace column on request, without headers",
 			rows: []rebalance.Row{notFoundRow},
 			opts: RowPrintOptions{WithNamespace: true, NoHeaders: true},
-			want: "default   configmap/settings   Failed   <none>   <none>   <none>\n",
+			want: "default   configmap/settings   Failed   <none>   <none>   <none>   ReferencedBindingNotFound\n",
 		},
 		{
 			name: "namespaced and cluster-scoped rows get a namespace column",
 			rows: []rebalance.Row{scheduledRow, pendingClusterRow},
 			want: "" +
-				"NAMESPACE   WORKLOAD                                            RESULT       OUTCOME     BEFORE        AFTER\n" +
-				"default     deployment.apps/nginx                               Successful   Scheduled   {member1:3}   {member1:2, member2:1}\n" +
-				"            clusterrole.rbac.authorization.k8s.io/system:edit   Pending      <none>      <none>        <none>\n",
+				"NAMESPACE   WORKLOAD                                            RESULT       OUTCOME     BEFORE        AFTER                    REASON\n" +
+				"default     deployment.apps/nginx                               Successful   Scheduled   {member1:3}   {member1:2, member2:1}   Success\n" +
+				"            clusterrole.rbac.authorization.k8s.io/system:edit   Pending      <none>      <none>        <none>                   <none>\n",
 		},
 		{
 			name: "wide",

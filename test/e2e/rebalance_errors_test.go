@@ -112,7 +112,7 @@ spec:
 		{
 			name: "no permission to list workloads",
 			args: []string{"deployments", "--all", "-n", ns, "--as", "reader"},
-			want: `^error: not allowed with context "karmada-apiserver": .*User "reader" cannot list resource "deployments".*; ask an administrator of the Karmada control plane for that permission\n$`,
+			want: `^error: not allowed to list deployments.apps in namespace "rb-errors" with context "karmada-apiserver" \(https://127.0.0.1:\d+\): .*User "reader" cannot list resource "deployments".*; ask an administrator of the Karmada control plane to grant "list" on deployments.apps\n$`,
 		},
 	}
 	for _, tt := range tests {

@@ -30,7 +30,7 @@ func TestRebalanceSingleDeployment(t *testing.T) {
 	require.Equal(t, cmd.ExitOK, res.code)
 	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
 	require.Len(t, lines, 2)
-	assert.Equal(t, []string{"WORKLOAD", "RESULT", "OUTCOME", "BEFORE", "AFTER"}, fixtures.SplitCells(lines[0]))
+	assert.Equal(t, []string{"WORKLOAD", "RESULT", "OUTCOME", "BEFORE", "AFTER", "REASON"}, fixtures.SplitCells(lines[0]))
 	row := tableRow(t, res.stdout, "deployment.apps/web")
 	assert.Equal(t, []string{"deployment.apps/web", "Successful", "Scheduled"}, row[:3])
 	assert.Equal(t, rebalance.FormatPlacement(before.Spec.Clusters), row[3])

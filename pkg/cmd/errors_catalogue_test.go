@@ -1,0 +1,366 @@
+package cmd
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// The catalogue of what a user meets when the server misbehaves or the input
+// is wrong. Every case builds the command, runs it against a fake API server
+// and checks the exit code and the message: lower-case, naming what failed,
+// where (server and context) and what to do next. A fake server is right
+// here: these are the client's messages, not Karmada's behaviour.
+
+// bindingsPath is where the fake serves the ResourceBindings of namespace default.
+const bindingsPath = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
+
+// webBinding is a scheduled binding of Deployment default/web.
+func webBinding(trigger string) map[string]any {
+	spec := map[string]any{
+		"resource": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "web"},
+		"replicas": 3, "clusters": []any{map[string]any{"name": "member1", "replicas": 3}},
+	}
+	generation := 1
+	if trigger != "" {
+		spec["rescheduleTriggeredAt"] = trigger
+		generation = 2
+	}
+	return map[string]any{
+		"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+		"metadata": map[string]any{"name": "web-deployment", "namespace": "default", "uid": "b-1", "resourceVersion": "7", "generation": generation,
+			"labels": map[string]any{"propagationpolicy.karmada.io/permanent-id": "p-1"}},
+		"spec": spec,
+		"status": map[string]any{"lastScheduledTime": "2024-01-01T00:00:00Z", "schedulerObservedGeneration": 1,
+			"conditions": []any{map[string]any{"type": "Scheduled", "status": "True", "reason": "Success", "message": "ok", "lastTransitionTime": "2024-01-01T00:00:00Z"}}},
+	}
+}
+
+// withWeb serves the binding of deploy/web and accepts its trigger.
+func withWeb(s *fakeServer) {
+	s.object(bindingsPath+"/web-deployment", webBinding(""))
+	s.on("PATCH "+bindingsPath+"/web-deployment", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, webBinding(time.Now().UTC().Format(time.RFC3339)))
+	})
+}
+
+// failing answers with h the first n times, then lets the request through.
+func failing(s *fakeServer, n int32, h http.HandlerFunc) http.HandlerFunc {
+	var calls atomic.Int32
+	return func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= n {
+			h(w, r)
+			return
+		}
+		s.passThrough(w, r)
+	}
+}
+
+// reset closes the connection without an answer.
+func reset(w http.ResponseWriter, _ *http.Request) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		_ = conn.Close()
+	}
+}
+
+func retryAfter(seconds string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", seconds)
+		writeStatus(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later", nil)
+	}
+}
+
+func unauthorized(w http.ResponseWriter, _ *http.Request) {
+	writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized", nil)
+}
+
+const htmlLogin = "<!DOCTYPE html><html><head><title>Sign in</title></head><body><form>login</form></body></html>"
+
+type catalogueCase struct {
+	name  string
+	setup func(*fakeServer)
+	args  []string
+	// stdin, when set, is what the command reads for -f -.
+	stdin *string
+	// cancel interrupts the command once the server has seen a request to this prefix.
+	cancelOn string
+	code     int
+	// want are parts of stderr (or of stdout, for stdoutWant), in order.
+	want       []string
+	stdoutWant []string
+	// namesServer: the message names the server's URL and the context.
+	namesServer bool
+}
+
+func TestErrorCatalogue(t *testing.T) {
+	fast := startupBackoff
+	startupBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1.5, Steps: 4}
+	t.Cleanup(func() { startupBackoff = fast })
+
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+		return path
+	}
+	empty := file("empty.yaml", "")
+	onlyComments := file("comments.yaml", "# nothing here\n---\n---\n")
+	webYAML := file("web.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\n")
+	emptyString, blanks := "", "\n\n  \n"
+
+	bindingsFail := func(h http.HandlerFunc) func(*fakeServer) {
+		return func(s *fakeServer) { s.on("GET "+bindingsPath, h) }
+	}
+	rebalancers := "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+
+	cases := []catalogueCase{
+		// Discovery: the first requests of every run.
+		{name: "discovery 500", setup: func(s *fakeServer) { s.on("GET /apis", answer(500, "text/plain", "boom")) }, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"failed the discovery request GET /apis", "HTTP 500", "may be restarting or overloaded"}},
+		{name: "discovery 503", setup: func(s *fakeServer) { s.on("GET /apis", answer(503, "text/plain", "unavailable")) }, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"failed the discovery request GET /apis", "HTTP 503", "try again in a moment"}},
+		{name: "discovery 404", setup: func(s *fakeServer) {
+			s.on("GET /api", answer(404, "text/plain", "404 page not found"))
+		}, args: []string{"deploy/web"}, code: ExitError, namesServer: true, want: []string{"HTTP 404", "serves no Kubernetes API there", "server URL"}},
+		{name: "html login page", setup: func(s *fakeServer) { s.on("GET /", answer(200, "text/html", htmlLogin)) }, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"answered the discovery request GET /api with an HTML page", "point at the Karmada apiserver itself"}},
+		{name: "html error page with 502", setup: func(s *fakeServer) { s.on("GET /", answer(502, "text/html", "<html>bad gateway</html>")) }, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"HTTP 502", "try again"}},
+		{name: "broken json", setup: func(s *fakeServer) {
+			s.on("GET /api", answer(200, "application/json", `{"kind":"APIVersions","versions":[`))
+		}, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"answered the discovery request GET /api with something that is not a Kubernetes API response", "unexpected end of JSON input"}},
+		{name: "credentials rejected", setup: func(s *fakeServer) { s.on("GET /", unauthorized) }, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"did not accept the credentials", "renew them in the kubeconfig"}},
+		{name: "discovery forbidden", setup: func(s *fakeServer) { s.on("GET /api", forbidden("get", "", "", "", "")) }, args: []string{"deploy/web"},
+			code: ExitError, want: []string{"not allowed to get the non-resource URL /api", `with context "karmada-apiserver"`, "the server answered 403 Forbidden without saying why", "ask an administrator"}},
+		{name: "plain kube-apiserver", setup: func(s *fakeServer) { s.plain = true }, args: []string{"deploy/web"},
+			code: ExitError, namesServer: true, want: []string{"is not a Karmada control plane", "resourcebindings.work.karmada.io is not served"}},
+		{name: "group discovery fails, then answers", setup: func(s *fakeServer) {
+			s.on("GET /apis/work.karmada.io/v1alpha2", failing(s, 1, answer(500, "text/plain", "boom")))
+			withWeb(s)
+		}, args: []string{"deploy/web", "--wait=false"}, code: ExitOK, stdoutWant: []string{"deployment.apps/web", "Successful"}},
+		// Passing faults at start-up are retried.
+		{name: "discovery 500 once is retried", setup: func(s *fakeServer) {
+			s.on("GET /apis", failing(s, 1, answer(500, "text/plain", "boom")))
+			withWeb(s)
+		}, args: []string{"deploy/web", "--wait=false"}, code: ExitOK, stdoutWant: []string{"deployment.apps/web", "Successful"}},
+		{name: "discovery 503 twice is retried", setup: func(s *fakeServer) {
+			s.on("GET /api", failing(s, 2, answer(503, "text/plain", "unavailable")))
+			withWeb(s)
+		}, args: []string{"deploy/web", "--wait=false"}, code: ExitOK, stdoutWant: []string{"Successful"}},
+		{name: "discovery 429 with Retry-After is retried", setup: func(s *fakeServer) {
+			s.on("GET /apis", failing(s, 1, retryAfter("1")))
+			withWeb(s)
+		}, args: []string{"deploy/web", "--wait=false"}, code: ExitOK, stdoutWant: []string{"Successful"}},
+		{name: "discovery connection reset is retried", setup: func(s *fakeServer) {
+			s.on("GET /apis", failing(s, 1, reset))
+			withWeb(s)
+		}, args: []string{"deploy/web", "--wait=false"}, code: ExitOK, stdoutWant: []string{"Successful"}},
+		{name: "template list 500 once is retried", setup: func(s *fakeServer) {
+			s.on("GET /apis/apps/v1/namespaces/default/deployments", failing(s, 1, answer(500, "text/plain", "boom")))
+			s.object("/apis/apps/v1/namespaces/default/deployments", map[string]any{"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": map[string]any{}, "items": []any{
+				map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "default", "uid": "d-1"}},
+			}})
+			withWeb(s)
+		}, args: []string{"deployments", "--all", "--wait=false"}, code: ExitOK, stdoutWant: []string{"deployment.apps/web", "Successful"}},
+		// Template reads.
+		{name: "template list 500 for good", setup: func(s *fakeServer) {
+			s.on("GET /apis/apps/v1/namespaces/default/deployments", answer(500, "text/plain", "boom"))
+		}, args: []string{"deployments", "--all"}, code: ExitError, namesServer: true,
+			want: []string{"failed the request to list deployments.apps in namespace default", "HTTP 500"}},
+		{name: "template list forbidden", setup: func(s *fakeServer) {
+			s.on("GET /apis/apps/v1/namespaces/default/deployments", forbidden("list", "deployments", "apps", "default", ""))
+		}, args: []string{"deployments", "--all"}, code: ExitError,
+			want: []string{`not allowed to list deployments.apps in namespace "default"`, `grant "list" on deployments.apps`}},
+		{name: "template list html", setup: func(s *fakeServer) {
+			s.on("GET /apis/apps/v1/namespaces/default/deployments", answer(200, "text/html", htmlLogin))
+		}, args: []string{"deployments", "--all"}, code: ExitError, namesServer: true,
+			want: []string{"answered the request to list deployments.apps in namespace default with an HTML page"}},
+		// Bindings.
+		{name: "binding read forbidden", setup: bindingsFail(forbidden("get", "resourcebindings", "work.karmada.io", "default", "web-deployment")),
+			args: []string{"deploy/web"}, code: ExitError,
+			want: []string{`not allowed to get resourcebindings.work.karmada.io in namespace "default"`, `grant "get"`}},
+		{name: "binding write forbidden", setup: func(s *fakeServer) {
+			s.object(bindingsPath+"/web-deployment", webBinding(""))
+			s.on("PATCH "+bindingsPath, forbidden("patch", "resourcebindings", "work.karmada.io", "default", "web-deployment"))
+		}, args: []string{"deploy/web"}, code: ExitError,
+			want: []string{`not allowed to patch resourcebindings.work.karmada.io in namespace "default"`, `grant "patch"`}},
+		{name: "binding missing: a failed row with its reason", args: []string{"deploy/web"}, code: ExitFailed,
+			stdoutWant: []string{"REASON", "deployment.apps/web", "Failed", "ReferencedBindingNotFound"}, want: []string{"1 failed"}},
+		{name: "binding read 500 until the timeout: pending with the reason", setup: bindingsFail(answer(500, "text/plain", "boom")),
+			args: []string{"deploy/web", "--timeout=1s", "-o", "wide"}, code: ExitPending,
+			stdoutWant: []string{"Pending", "timed out before the binding could be read", "boom"}, want: []string{"1 pending"}},
+		{name: "binding read html until the timeout", setup: bindingsFail(answer(200, "text/html", htmlLogin)),
+			args: []string{"deploy/web", "--timeout=1s", "-o", "wide"}, code: ExitPending, stdoutWant: []string{"Pending", "timed out before the binding could be read"}},
+		// Input.
+		{name: "empty file", args: []string{"-f", empty}, code: ExitError, want: []string{empty + " holds no object", "nothing was done"}},
+		{name: "file of comments only", args: []string{"-f", onlyComments}, code: ExitError, want: []string{onlyComments + " holds no object"}},
+		{name: "empty stdin", args: []string{"-f", "-"}, stdin: &emptyString, code: ExitError, want: []string{"standard input holds no object"}},
+		{name: "blank stdin", args: []string{"-f", "-"}, stdin: &blanks, code: ExitError, want: []string{"standard input holds no object"}},
+		{name: "missing file", args: []string{"-f", filepath.Join(dir, "nope.yaml")}, code: ExitError, want: []string{"cannot read -f", "nope.yaml", "does not exist", "check the file name"}},
+		{name: "unreachable url", args: []string{"-f", "http://127.0.0.1:1/list.yaml"}, code: ExitError,
+			want: []string{"cannot read http://127.0.0.1:1/list.yaml given with -f", "connection refused", "download the file"}},
+		{name: "url answers 404", args: []string{"-f", "URL/files/list.yaml"}, code: ExitError, want: []string{"cannot read the -f URL", "404", "download the file"}},
+		{name: "missing kustomization", args: []string{"-k", filepath.Join(dir, "no-such-dir")}, code: ExitError,
+			want: []string{"cannot build the kustomization given with -k", "no-such-dir", "kustomization.yaml"}},
+		{name: "file with a workload works", setup: withWeb, args: []string{"-f", webYAML, "--wait=false"}, code: ExitOK, stdoutWant: []string{"Successful"}},
+		{name: "go-template without a template", args: []string{"deploy/web", "-o", "go-template"}, code: ExitError,
+			want: []string{"-o go-template needs a template", "-o go-template='{{.metadata.name}}'", "--template"}},
+		{name: "jsonpath without a template", args: []string{"deploy/web", "-o", "jsonpath"}, code: ExitError, want: []string{"-o jsonpath needs a template", "-o jsonpath='{.metadata.name}'"}},
+		{name: "unknown output", args: []string{"deploy/web", "-o", "xml"}, code: ExitError, want: []string{`invalid --output "xml": use one of wide, json, yaml`}},
+		// Deadlines and Ctrl-C.
+		{name: "timeout bounds discovery", setup: func(s *fakeServer) { s.on("GET /api", hang) }, args: []string{"deploy/web", "--timeout=1s"},
+			code: ExitPending, namesServer: true, want: []string{"--timeout 1s ran out before any binding was read", "the discovery request GET /api", "nothing was written"}},
+		{name: "timeout bounds template reads", setup: func(s *fakeServer) { s.on("GET /apis/apps/v1/namespaces/default/deployments", hang) },
+			args: []string{"deployments", "--all", "--timeout=1s"}, code: ExitPending,
+			want: []string{"--timeout 1s ran out before any binding was read", "list deployments.apps in namespace default", "nothing was written"}},
+		{name: "ctrl-c during discovery", setup: func(s *fakeServer) { s.on("GET /api", hang) }, args: []string{"deploy/web"}, cancelOn: "GET /api",
+			code: ExitPending, want: []string{"interrupted before any binding was read; nothing was written"}},
+		{name: "ctrl-c while reading bindings", setup: bindingsFail(hang), args: []string{"deploy/web"}, cancelOn: "GET " + bindingsPath,
+			code: ExitPending, stdoutWant: []string{"Pending"}, want: []string{"interrupted: 0 trigger(s) written, 1 workload(s) not triggered (pending)"}},
+		// Recorded runs.
+		{name: "record on a Karmada without the CRD", setup: func(s *fakeServer) { s.noRebalancer = true }, args: []string{"deploy/web", "--name", "x"},
+			code: ExitError, namesServer: true, want: []string{"does not serve workloadrebalancers.apps.karmada.io", "older than Karmada v1.10"}},
+		{name: "record create forbidden", setup: func(s *fakeServer) {
+			withWeb(s)
+			s.on("POST "+rebalancers, forbidden("create", "workloadrebalancers", "apps.karmada.io", "", ""))
+			s.on("GET "+rebalancers, answer(404, "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"details":{"name":"x","kind":"workloadrebalancers"}}`))
+		}, args: []string{"deploy/web", "--name", "x"}, code: ExitError, want: []string{"not allowed to create workloadrebalancers.apps.karmada.io"}},
+		// get.
+		{name: "get on a plain kube-apiserver", setup: func(s *fakeServer) { s.plain = true }, args: []string{"get"}, code: ExitError, namesServer: true,
+			want: []string{"is not a Karmada control plane: Karmada is not installed there"}},
+		{name: "get on a Karmada without the CRD", setup: func(s *fakeServer) { s.noRebalancer = true }, args: []string{"get"}, code: ExitError, namesServer: true,
+			want: []string{"older than Karmada v1.10"}},
+		{name: "get 500", setup: func(s *fakeServer) { s.on("GET "+rebalancers, answer(500, "text/plain", "boom")) }, args: []string{"get"}, code: ExitError, namesServer: true,
+			want: []string{"failed the request to list workloadrebalancers.apps.karmada.io", "HTTP 500"}},
+		{name: "get forbidden", setup: func(s *fakeServer) {
+			s.on("GET "+rebalancers, forbidden("list", "workloadrebalancers", "apps.karmada.io", "", ""))
+		},
+			args: []string{"get"}, code: ExitError, want: []string{`not allowed to list workloadrebalancers.apps.karmada.io`, `grant "list"`}},
+		{name: "get html", setup: func(s *fakeServer) { s.on("GET "+rebalancers, answer(200, "text/html", htmlLogin)) }, args: []string{"get"}, code: ExitError, namesServer: true,
+			want: []string{"with an HTML page"}},
+		{name: "get a missing name", setup: func(s *fakeServer) {
+			s.on("GET "+rebalancers+"/nope", answer(404, "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"workloadrebalancers.apps.karmada.io \"nope\" not found","details":{"name":"nope","group":"apps.karmada.io","kind":"workloadrebalancers"}}`))
+		}, args: []string{"get", "nope"}, code: ExitError, want: []string{"workloadrebalancer nope not found; run `kubectl rebalance get` to list them"}},
+		{name: "get times out", setup: func(s *fakeServer) { s.on("GET "+rebalancers, hang) }, args: []string{"get", "--timeout=1s"}, code: ExitError, namesServer: true,
+			want: []string{"--timeout 1s ran out", "did not answer the request to list workloadrebalancers.apps.karmada.io in time"}},
+		{name: "get interrupted", setup: func(s *fakeServer) { s.on("GET "+rebalancers, hang) }, args: []string{"get"}, cancelOn: "GET " + rebalancers, code: ExitError,
+			want: []string{"interrupted before the Karmada apiserver answered"}},
+		{name: "get go-template without a template", args: []string{"get", "-o", "go-template"}, code: ExitError, want: []string{"-o go-template needs a template"}},
+		{name: "get zero timeout", args: []string{"get", "--timeout=0s"}, code: ExitError, want: []string{"--timeout must be greater than zero"}},
+		// deschedule.
+		{name: "deschedule negative threshold", args: []string{"deschedule", "--unschedulable-threshold=-1m"}, code: ExitError,
+			want: []string{"--unschedulable-threshold must be 0 or positive, got -1m0s"}},
+		{name: "deschedule zero timeout", args: []string{"deschedule", "--timeout=0s"}, code: ExitError, want: []string{"--timeout must be greater than zero"}},
+		{name: "deschedule on a plain kube-apiserver", setup: func(s *fakeServer) { s.plain = true }, args: []string{"deschedule"}, code: ExitError, namesServer: true,
+			want: []string{"is not a Karmada control plane: Karmada is not installed there"}},
+		{name: "deschedule list 500", setup: bindingsFail(answer(500, "text/plain", "boom")), args: []string{"deschedule"}, code: ExitError, namesServer: true,
+			want: []string{"failed the request to list resourcebindings.work.karmada.io in namespace default", "HTTP 500"}},
+		{name: "deschedule list forbidden", setup: bindingsFail(forbidden("list", "resourcebindings", "work.karmada.io", "default", "")), args: []string{"deschedule"}, code: ExitError,
+			want: []string{`not allowed to list resourcebindings.work.karmada.io in namespace "default"`, `grant "list"`}},
+		{name: "deschedule list html", setup: bindingsFail(answer(200, "text/html", htmlLogin)), args: []string{"deschedule"}, code: ExitError, namesServer: true,
+			want: []string{"with an HTML page"}},
+		{name: "deschedule times out", setup: bindingsFail(hang), args: []string{"deschedule", "--timeout=1s"}, code: ExitFailed, namesServer: true,
+			want: []string{"--timeout 1s ran out before the bindings were listed", "nothing was written"}},
+		{name: "deschedule interrupted", setup: bindingsFail(hang), args: []string{"deschedule"}, cancelOn: "GET " + bindingsPath, code: ExitFailed,
+			want: []string{"interrupted before the bindings were listed; nothing was written"}},
+		{name: "deschedule go-template without a template", args: []string{"deschedule", "-o", "go-template"}, code: ExitError, want: []string{"-o go-template needs a template"}},
+	}
+	require.GreaterOrEqual(t, len(cases), 40)
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFakeServer(t)
+			if tt.setup != nil {
+				tt.setup(s)
+			}
+			args := []string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", t.TempDir()}
+			for _, a := range tt.args {
+				args = append(args, strings.Replace(a, "URL/", s.URL+"/", 1))
+			}
+			if tt.stdin != nil {
+				withStdin(t, *tt.stdin)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancelOn != "" {
+				go func() {
+					_ = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+						for _, r := range s.requests() {
+							if strings.HasPrefix(r, tt.cancelOn) {
+								return true, nil
+							}
+						}
+						return false, nil
+					})
+					cancel()
+				}()
+			}
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			root := NewCmdRebalance(streams)
+			root.SetArgs(args)
+			root.SetContext(ctx)
+			code := Execute(root, streams)
+			stderr, stdout := errOut.String(), out.String()
+			t.Logf("exit %d\nstdout:\n%sstderr:\n%s", code, stdout, stderr)
+
+			assert.Equal(t, tt.code, code, "stderr:\n%s\nstdout:\n%s", stderr, stdout)
+			assertInOrder(t, stderr, tt.want)
+			assertInOrder(t, stdout, tt.stdoutWant)
+			if tt.code == ExitError {
+				assert.True(t, strings.HasPrefix(stderr, "error: "), stderr)
+				first := strings.TrimPrefix(stderr, "error: ")
+				assert.NotEmpty(t, first)
+				if first != "" && first[0] != '-' {
+					assert.Equal(t, strings.ToLower(first[:1]), first[:1], "lower-case: %s", stderr)
+				}
+			}
+			if tt.namesServer {
+				assert.Contains(t, stderr, s.URL, "names the server")
+				assert.Contains(t, stderr, `"karmada-apiserver"`, "names the context")
+			}
+			assert.NotContains(t, stderr, "unknown", "the server's silence is not passed on as a word")
+			assert.NotContains(t, stderr, "goroutine")
+			assert.NotContains(t, stderr, "RBAC", "no permission hint where permissions are not the problem")
+		})
+	}
+}
+
+// assertInOrder checks that every part occurs in s, in the order given.
+func assertInOrder(t *testing.T, s string, parts []string) {
+	t.Helper()
+	rest := s
+	for _, part := range parts {
+		i := strings.Index(rest, part)
+		if !assert.GreaterOrEqual(t, i, 0, "%q not found (in order) in:\n%s", part, s) {
+			return
+		}
+		rest = rest[i+len(part):]
+	}
+}
+
+// withStdin makes the process's standard input read content for the test.
+func withStdin(t *testing.T, content string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stdin")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	saved := os.Stdin
+	os.Stdin = f
+	t.Cleanup(func() {
+		os.Stdin = saved
+		_ = f.Close()
+	})
+}

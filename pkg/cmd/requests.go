@@ -1,0 +1,214 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+)
+
+// requestGuard sits in the transport of every client a command builds. It
+// ties the requests made without a context of their own (discovery, the
+// resource builder's reads) to the context it is bound to, so that Ctrl-C and
+// --timeout end them, and it remembers the last request that went wrong, so
+// that an error can name what was asked and of whom.
+type requestGuard struct {
+	mu    sync.Mutex
+	bound context.Context
+	last  *failedRequest
+	seen  *failedRequest
+}
+
+// failedRequest is a request that got an error, an HTTP error code or an
+// answer that is not from a Kubernetes API.
+type failedRequest struct {
+	Method, Path string
+	// Code is the HTTP status, 0 when no answer came.
+	Code int
+	// ContentType is the answer's media type, without parameters.
+	ContentType string
+}
+
+// bind ties the requests made from now on to ctx; nil unbinds them. It
+// returns the context bound before, to restore it with a deferred bind.
+func (g *requestGuard) bind(ctx context.Context) context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	previous := g.bound
+	g.bound = ctx
+	return previous
+}
+
+// lastFailed returns the last request that went wrong, or nil.
+func (g *requestGuard) lastFailed() *failedRequest {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last
+}
+
+// lastSeen returns the last request that was answered, or nil.
+func (g *requestGuard) lastSeen() *failedRequest {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seen
+}
+
+// wrapConfig adds the guard to config's transport.
+func (g *requestGuard) wrapConfig(config *rest.Config) *rest.Config {
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &guardedTransport{guard: g, next: rt} })
+	return config
+}
+
+func (g *requestGuard) observe(req *http.Request, resp *http.Response, err error) {
+	failed := &failedRequest{Method: req.Method, Path: req.URL.Path}
+	if req.URL.Query().Get("watch") == "true" {
+		failed.Method = "WATCH"
+	}
+	if resp != nil {
+		failed.Code, failed.ContentType = resp.StatusCode, mediaType(resp)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seen = failed
+	switch {
+	case err != nil:
+		failed.Code = 0
+	case resp.StatusCode >= 400, !isAPIMediaType(failed.ContentType):
+	default:
+		return
+	}
+	g.last = failed
+}
+
+func mediaType(resp *http.Response) string {
+	media, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return resp.Header.Get("Content-Type")
+	}
+	return media
+}
+
+// isAPIMediaType tells the answers of a Kubernetes API from web pages.
+func isAPIMediaType(media string) bool {
+	return media == "" || strings.HasSuffix(media, "json") || strings.HasSuffix(media, "yaml") ||
+		strings.HasPrefix(media, "application/vnd.kubernetes.protobuf")
+}
+
+type guardedTransport struct {
+	guard *requestGuard
+	next  http.RoundTripper
+}
+
+func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.guard.mu.Lock()
+	bound := t.guard.bound
+	t.guard.mu.Unlock()
+	release := func() {}
+	if bound != nil {
+		ctx, cancel := context.WithCancel(req.Context())
+		stop := context.AfterFunc(bound, cancel)
+		release = func() { stop(); cancel() }
+		req = req.WithContext(ctx)
+	}
+	resp, err := t.next.RoundTrip(req)
+	t.guard.observe(req, resp, err)
+	if err != nil {
+		release()
+		return resp, err
+	}
+	// The request's context must live until its body has been read.
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go's transport helpers see what is underneath.
+func (t *guardedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+type releasingBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}
+
+// startupBackoff paces the retries of the requests a command makes before it
+// does anything: discovery and reading the workload templates.
+var startupBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 4 * time.Second}
+
+// retryTransient calls fn until it succeeds, fails with an error no retry
+// can fix, ctx ends, or the backoff's steps are spent. It returns fn's last
+// error. An answer asking the client to wait (429, Retry-After) is obeyed.
+func retryTransient(ctx context.Context, backoff wait.Backoff, fn func() error) error {
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		last = fn()
+		if last == nil || !isTransient(last) {
+			return true, nil
+		}
+		if seconds, ok := apierrors.SuggestsClientDelay(last); ok && seconds > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(seconds) * time.Second):
+			}
+		}
+		return false, nil
+	})
+	if last == nil && err != nil {
+		return err
+	}
+	return last
+}
+
+// isTransient reports errors that a later attempt may not meet: the server
+// overloaded, restarting or throttling, or a connection lost on the way.
+// A refused connection is not among them: the server is not there, and the
+// user should hear it at once.
+func isTransient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	for _, one := range flattenErrors(err) {
+		if isTransientOne(one) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTransientOne(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || isGatewayError(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// isGatewayError recognises 502 and 504 from a load balancer in front of
+// the API server.
+func isGatewayError(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code == http.StatusBadGateway || code == http.StatusGatewayTimeout
+}
