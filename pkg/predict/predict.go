@@ -1,0 +1,215 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework"
+	"github.com/karmada-io/karmada/pkg/util"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// Input is everything a prediction reads, as the API returned it.
+type Input struct {
+	// Clusters are the member Cluster objects.
+	Clusters []*clusterv1alpha1.Cluster
+	// Bindings holds the bindings by Key. A ClusterResourceBinding is held
+	// in ResourceBinding shape with an empty namespace.
+	Bindings map[string]*workv1alpha2.ResourceBinding
+	// Estimated names the clusters for which karmada-scheduler consults a
+	// karmada-scheduler-estimator, whose answers the client cannot see.
+	Estimated []string
+}
+
+// Key is how Input.Bindings indexes a binding: "namespace/name", or "name"
+// for a cluster-scoped one.
+func Key(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// Options tune Predict.
+type Options struct {
+	// Consume makes each decision consume the capacity it assumes before the
+	// next workload is predicted, as karmada-scheduler v1.18 does with its
+	// overcommit protection. Without it every workload sees the clusters'
+	// free capacity as reported now.
+	Consume bool
+}
+
+// Predict predicts a fresh reschedule of every target, one prediction per
+// distinct workload, in the order a rebalance writes the triggers (the
+// WorkloadRebalancer order, see rebalance.SortKey), which is the order the
+// scheduler takes them in.
+func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Options) ([]Prediction, error) {
+	sched, err := newKarmadaScheduler(in.Clusters)
+	if err != nil {
+		return nil, fmt.Errorf("set up karmada's scheduler: %w", err)
+	}
+	clusters := make(map[string]*clusterv1alpha1.Cluster, len(in.Clusters))
+	for _, c := range in.Clusters {
+		clusters[c.Name] = c
+	}
+	targets = distinct(targets)
+	out := make([]Prediction, 0, len(targets))
+	for _, t := range targets {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		p := predictOne(ctx, sched, in, clusters, t, opts)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// distinct drops repeated workloads (keeping a known uid) and sorts them.
+func distinct(targets []rebalance.Target) []rebalance.Target {
+	seen := make(map[rebalance.Workload]int, len(targets))
+	out := make([]rebalance.Target, 0, len(targets))
+	for _, t := range targets {
+		if i, ok := seen[t.Workload]; ok {
+			if out[i].UID == "" {
+				out[i].UID = t.UID
+			}
+			continue
+		}
+		seen[t.Workload] = len(out)
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return rebalance.CompareWorkloads(out[i].Workload, out[j].Workload) < 0
+	})
+	return out
+}
+
+func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options) Prediction {
+	w := t.Workload
+	p := Prediction{Workload: w, Binding: rebalance.BindingNameFor(w)}
+	b := in.Bindings[Key(w.Namespace, p.Binding)]
+	if b == nil {
+		return p.verdict(CannotPredict, ReasonBindingNotFound, rebalance.BindingRef(w)+" not found")
+	}
+	if err := rebalance.VerifyBinding(w, t.UID, b.Name, b.Spec.Resource, b.OwnerReferences); err != nil {
+		return p.verdict(CannotPredict, ReasonBindingMismatch, err.Error())
+	}
+	spec, status := &b.Spec, &b.Status
+	p.Before = spec.Clusters
+	p.Predicted = spec.Clusters
+	p.Division = DivisionOf(spec.Placement, spec)
+
+	if b.DeletionTimestamp != nil {
+		return p.verdict(CannotChange, ReasonBindingDeleting, rebalance.BindingRef(w)+" is being deleted")
+	}
+	at := metav1.Now()
+	if status.LastScheduledTime != nil {
+		at = metav1.NewTime(status.LastScheduledTime.Add(time.Second))
+	}
+	if obs := rebalance.PreTriggerCheck(b.Labels, *spec, *status, at); obs.Outcome != rebalance.OutcomeNone {
+		return p.verdict(CannotChange, obs.Reason, obs.Message)
+	}
+	if spec.Placement == nil {
+		return p.verdict(CannotPredict, ReasonSchedulerError, rebalance.BindingRef(w)+" has no spec.placement")
+	}
+	capacityMatters := p.Division.IsDynamic() || len(spec.Placement.SpreadConstraints) > 0
+	if capacityMatters {
+		if len(in.Estimated) > 0 {
+			return p.verdict(CannotPredict, ReasonSchedulerEstimator, fmt.Sprintf(
+				"karmada-scheduler asks karmada-scheduler-estimator of %s for free capacity, which the client cannot see", strings.Join(in.Estimated, ", ")))
+		}
+		if missing := withoutSummary(in.Clusters); len(missing) > 0 {
+			return p.verdict(CannotPredict, ReasonNoResourceSummary, fmt.Sprintf(
+				"cluster %s reports no status.resourceSummary yet; wait for its first status update", strings.Join(missing, ", ")))
+		}
+	}
+
+	fresh := freshTrigger(spec, status)
+	result, cleared, err := sched.schedule(ctx, fresh, status)
+	if err != nil {
+		return p.failed(err, cleared)
+	}
+	p.Predicted = result
+	if capacityMatters {
+		if notReady := notReadyIn(result, clusters); len(notReady) > 0 {
+			p.Predicted = spec.Clusters
+			return p.verdict(CannotPredict, ReasonClusterNotReady, fmt.Sprintf(
+				"cluster %s is not Ready: its resource summary may be stale and the scheduler's answer cannot be known", strings.Join(notReady, ", ")))
+		}
+		// A second pass starts from the first pass's placement.
+		second := fresh.DeepCopy()
+		second.Clusters = result
+		if again, _, err := sched.schedule(ctx, second, status); err == nil && !SamePlacement(again, result) {
+			p.Alternative = again
+		}
+	}
+	if opts.Consume {
+		sched.assume(b.Namespace, b.Name, fresh, result)
+	}
+	p.Moves = moves(p.Before, p.Predicted)
+
+	changes := p.Changes()
+	switch {
+	case p.Division.IsDynamic() && changes:
+		return p.verdict(WouldMove, ReasonFreshReschedule, fmt.Sprintf("a fresh %s division over the clusters' free capacity", p.Division))
+	case p.Division.IsDynamic():
+		return p.verdict(Unchanged, ReasonFreshReschedule, "a fresh division gives the same placement")
+	case changes:
+		return p.verdict(WouldMove, Unchangeable(spec.Placement, spec), fmt.Sprintf(
+			"%s placements do not follow free capacity, but the clusters or the policy changed since the last schedule, so the next scheduling pass changes it", p.Division))
+	}
+	return p.verdict(CannotChange, Unchangeable(spec.Placement, spec), fmt.Sprintf(
+		"a %s placement does not depend on free capacity: a fresh reschedule places it as before", p.Division))
+}
+
+func (p Prediction) verdict(v Verdict, reason, message string) Prediction {
+	p.Verdict, p.Reason, p.Message = v, reason, message
+	return p
+}
+
+// failed classifies a scheduling error. When no cluster fits the scheduler
+// empties the placement; for other errors it keeps it.
+func (p Prediction) failed(err error, cleared bool) Prediction {
+	var unschedulable *framework.UnschedulableError
+	switch {
+	case cleared:
+		p.Predicted = nil
+		p.Moves = 0
+		return p.verdict(CannotFit, ReasonNoClusterFit, err.Error()+"; the scheduler would empty the placement")
+	case errors.As(err, &unschedulable):
+		return p.verdict(CannotFit, ReasonUnschedulable, err.Error())
+	}
+	return p.verdict(CannotPredict, ReasonSchedulerError, err.Error())
+}
+
+// withoutSummary names the Ready clusters that report no resource summary.
+func withoutSummary(clusters []*clusterv1alpha1.Cluster) []string {
+	var out []string
+	for _, c := range clusters {
+		if c.Status.ResourceSummary == nil && util.IsClusterReady(&c.Status) {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// notReadyIn names the clusters of a placement that are not Ready.
+func notReadyIn(result []workv1alpha2.TargetCluster, clusters map[string]*clusterv1alpha1.Cluster) []string {
+	var out []string
+	for _, tc := range result {
+		if c := clusters[tc.Name]; c != nil && !util.IsClusterReady(&c.Status) {
+			out = append(out, tc.Name)
+		}
+	}
+	return out
+}

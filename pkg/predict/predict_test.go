@@ -1,0 +1,186 @@
+package predict
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// cluster is a Ready member serving Deployments with room for pods pods.
+func cluster(name string, pods int64) *clusterv1alpha1.Cluster {
+	return &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: clusterv1alpha1.ClusterStatus{
+			Conditions: []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionReady, Status: metav1.ConditionTrue}},
+			APIEnablements: []clusterv1alpha1.APIEnablement{{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}}},
+			ResourceSummary: &clusterv1alpha1.ResourceSummary{
+				Allocatable: corev1.ResourceList{
+					corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+					corev1.ResourceCPU:    resource.MustParse("32"),
+					corev1.ResourceMemory: resource.MustParse("256Gi"),
+				},
+			},
+		},
+	}
+}
+
+var (
+	dynamic = policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+		ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+		WeightPreference:          &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas},
+	}}
+	aggregated = policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+		ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated,
+	}}
+	duplicated = policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated,
+	}}
+)
+
+func deploy(name string) rebalance.Target {
+	return rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name}}
+}
+
+// binding is a scheduled binding of deployment name with replicas split as clusters.
+func binding(name string, placement policyv1alpha1.Placement, replicas int32, clusters ...workv1alpha2.TargetCluster) *workv1alpha2.ResourceBinding {
+	last := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return &workv1alpha2.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-deployment",
+			Labels: map[string]string{policyv1alpha1.PropagationPolicyPermanentIDLabel: "id"}},
+		Spec: workv1alpha2.ResourceBindingSpec{
+			Resource:  workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name, UID: types.UID(name + "-uid")},
+			Replicas:  replicas,
+			Placement: placement.DeepCopy(),
+			Clusters:  clusters,
+		},
+		Status: workv1alpha2.ResourceBindingStatus{LastScheduledTime: &last},
+	}
+}
+
+func tc(name string, replicas int32) workv1alpha2.TargetCluster {
+	return workv1alpha2.TargetCluster{Name: name, Replicas: replicas}
+}
+
+func input(clusters []*clusterv1alpha1.Cluster, bindings ...*workv1alpha2.ResourceBinding) Input {
+	in := Input{Clusters: clusters, Bindings: map[string]*workv1alpha2.ResourceBinding{}}
+	for _, b := range bindings {
+		in.Bindings[Key(b.Namespace, b.Name)] = b
+	}
+	return in
+}
+
+func TestPredictSingle(t *testing.T) {
+	three := func() []*clusterv1alpha1.Cluster {
+		return []*clusterv1alpha1.Cluster{cluster("member1", 100), cluster("member2", 100), cluster("member3", 100)}
+	}
+	suspended := binding("s", dynamic, 3, tc("member2", 3))
+	suspended.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+	foreign := binding("f", dynamic, 3, tc("member2", 3))
+	foreign.Spec.SchedulerName = "other"
+	noPolicy := binding("n", dynamic, 3, tc("member2", 3))
+	noPolicy.Labels = nil
+
+	tests := []struct {
+		name      string
+		clusters  []*clusterv1alpha1.Cluster
+		binding   *workv1alpha2.ResourceBinding
+		estimated []string
+		verdict   Verdict
+		reason    string
+		predicted map[string]int32
+	}{
+		{name: "dynamic weight spreads over the recovered cluster", clusters: three(),
+			binding: binding("a", dynamic, 6, tc("member2", 3), tc("member3", 3)),
+			verdict: WouldMove, reason: ReasonFreshReschedule, predicted: map[string]int32{"member1": 2, "member2": 2, "member3": 2}},
+		{name: "aggregated stays where its replicas are", clusters: three(),
+			binding: binding("a", aggregated, 4, tc("member2", 4)),
+			verdict: Unchanged, reason: ReasonFreshReschedule, predicted: map[string]int32{"member2": 4}},
+		{name: "aggregated leaves a full cluster", clusters: []*clusterv1alpha1.Cluster{cluster("member1", 100), cluster("member2", 0)},
+			binding: binding("a", aggregated, 4, tc("member2", 4)),
+			verdict: WouldMove, reason: ReasonFreshReschedule, predicted: map[string]int32{"member1": 4}},
+		{name: "duplicated cannot change", clusters: three(),
+			binding: binding("a", duplicated, 2, tc("member1", 2), tc("member2", 2), tc("member3", 2)),
+			verdict: CannotChange, reason: ReasonDuplicated, predicted: map[string]int32{"member1": 2, "member2": 2, "member3": 2}},
+		{name: "no room anywhere", clusters: []*clusterv1alpha1.Cluster{cluster("member1", 1), cluster("member2", 1)},
+			binding: binding("a", dynamic, 10, tc("member2", 1)),
+			verdict: CannotFit, reason: ReasonUnschedulable, predicted: map[string]int32{"member2": 1}},
+		{name: "suspended", clusters: three(), binding: suspended,
+			verdict: CannotChange, reason: rebalance.ReasonSchedulingSuspended, predicted: map[string]int32{"member2": 3}},
+		{name: "foreign scheduler", clusters: three(), binding: foreign,
+			verdict: CannotChange, reason: rebalance.ReasonForeignScheduler, predicted: map[string]int32{"member2": 3}},
+		{name: "dependency only", clusters: three(), binding: noPolicy,
+			verdict: CannotChange, reason: rebalance.ReasonNoPolicy, predicted: map[string]int32{"member2": 3}},
+		{name: "scheduler estimator", clusters: three(), estimated: []string{"member1"},
+			binding: binding("a", dynamic, 6, tc("member2", 6)),
+			verdict: CannotPredict, reason: ReasonSchedulerEstimator, predicted: map[string]int32{"member2": 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(tt.clusters, tt.binding)
+			in.Estimated = tt.estimated
+			target := deploy(tt.binding.Spec.Resource.Name)
+			got, err := Predict(context.Background(), in, []rebalance.Target{target}, Options{Consume: true})
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, tt.verdict, got[0].Verdict, got[0].Message)
+			assert.Equal(t, tt.reason, got[0].Reason)
+			assert.Equal(t, tt.predicted, placementMap(got[0].Predicted))
+		})
+	}
+}
+
+func TestPredictBindingNotFound(t *testing.T) {
+	got, err := Predict(context.Background(), input(nil), []rebalance.Target{deploy("x")}, Options{})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, CannotPredict, got[0].Verdict)
+	assert.Equal(t, ReasonBindingNotFound, got[0].Reason)
+}
+
+// A batch consumes capacity in order: the second workload does not fit into
+// the room the first one took; predicted alone, it would.
+func TestPredictBatchConsumesCapacity(t *testing.T) {
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 5), cluster("member2", 0)}
+	a := binding("a", aggregated, 4, tc("member2", 4))
+	b := binding("b", aggregated, 4, tc("member2", 4))
+	in := input(clusters, a, b)
+
+	got, err := Predict(context.Background(), in, []rebalance.Target{deploy("b"), deploy("a")}, Options{Consume: true})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "a", got[0].Workload.Name, "predicted in the order triggers are written")
+	assert.Equal(t, map[string]int32{"member1": 4}, placementMap(got[0].Predicted))
+	assert.Equal(t, int32(4), got[0].Moves)
+	assert.Equal(t, Unchanged, got[1].Verdict, "member1 has room for one replica left, member2 for its own four")
+	assert.Equal(t, map[string]int32{"member2": 4}, placementMap(got[1].Predicted), got[1].Message)
+
+	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int32{"member1": 4}, placementMap(independent[1].Predicted))
+}
+
+func TestByClusterAndCounts(t *testing.T) {
+	ps := []Prediction{
+		{Before: []workv1alpha2.TargetCluster{tc("member2", 3)}, Predicted: []workv1alpha2.TargetCluster{tc("member1", 2), tc("member2", 1)}, Verdict: WouldMove, Reason: ReasonFreshReschedule},
+		{Before: []workv1alpha2.TargetCluster{tc("member2", 1)}, Predicted: []workv1alpha2.TargetCluster{tc("member2", 1)}, Verdict: CannotChange, Reason: ReasonDuplicated},
+	}
+	assert.Equal(t, []ClusterChange{{Name: "member1", Before: 0, Predicted: 2}, {Name: "member2", Before: 4, Predicted: 2}}, ByCluster(ps))
+	counts := Counts(ps)
+	assert.Equal(t, 1, counts[0].Total)
+	assert.Equal(t, map[string]int{ReasonDuplicated: 1}, counts[4].ByReason)
+}

@@ -1,0 +1,152 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/karmada-io/karmada/pkg/features"
+	clusterlister "github.com/karmada-io/karmada/pkg/generated/listers/cluster/v1alpha1"
+	schedcache "github.com/karmada-io/karmada/pkg/scheduler/cache"
+	"github.com/karmada-io/karmada/pkg/scheduler/core"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins"
+	"github.com/karmada-io/karmada/pkg/util/names"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// overcommitGate turns on, in this process only, the feature gate under
+// which Karmada's general estimator deducts the capacity that earlier
+// decisions assumed. The prediction relies on it to consume capacity in
+// order; it changes nothing on the control plane.
+var overcommitGate sync.Once
+
+func enableOvercommitProtection() error {
+	var err error
+	overcommitGate.Do(func() {
+		err = features.FeatureGate.SetFromMap(map[string]bool{string(features.SchedulingOvercommitProtection): true})
+	})
+	return err
+}
+
+// karmadaScheduler runs Karmada's generic scheduling algorithm, with the
+// in-tree plugins karmada-scheduler registers by default, over a fixed set of
+// clusters. It remembers the capacity its decisions consume in Karmada's own
+// assumption cache, as karmada-scheduler v1.18 does with overcommit
+// protection, so that a batch does not fit twice into the same free space.
+type karmadaScheduler struct {
+	algorithm core.ScheduleAlgorithm
+	cache     schedcache.Cache
+}
+
+func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler, error) {
+	if err := enableOvercommitProtection(); err != nil {
+		return nil, err
+	}
+	clusterIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, c := range clusters {
+		if err := clusterIndex.Add(c); err != nil {
+			return nil, err
+		}
+	}
+	// The binding index only serves the workload-affinity plugins, which
+	// karmada-scheduler registers behind an alpha gate that is off by default.
+	bindingIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	c := schedcache.NewCache(clusterlister.NewClusterLister(clusterIndex), bindingIndex, schedcache.DefaultAssumptionTTL)
+	algorithm, err := core.NewGenericScheduler(c, plugins.NewInTreeRegistry())
+	if err != nil {
+		return nil, err
+	}
+	return &karmadaScheduler{algorithm: algorithm, cache: c}, nil
+}
+
+// freshTrigger returns a copy of spec with a reschedule trigger one second
+// after the last schedule, which is what the scheduler sees once a rebalance
+// wrote its trigger: Karmada's assignment then runs in Fresh mode.
+func freshTrigger(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) *workv1alpha2.ResourceBindingSpec {
+	out := spec.DeepCopy()
+	if status.LastScheduledTime != nil {
+		at := metav1.NewTime(status.LastScheduledTime.Add(time.Second))
+		out.RescheduleTriggeredAt = &at
+	}
+	return out
+}
+
+// schedule runs one scheduling pass the way karmada-scheduler does for a
+// binding whose trigger it honours. With clusterAffinities it starts from the
+// group the binding was last scheduled with (Karmada v1.18 does not go back to
+// the first group) and moves on while a group does not fit. cleared reports
+// that the scheduler would write an empty placement: it does so when no
+// cluster fits, and keeps the old one for any other error.
+func (s *karmadaScheduler) schedule(ctx context.Context, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (result []workv1alpha2.TargetCluster, cleared bool, err error) {
+	option := &core.ScheduleAlgorithmOption{}
+	if spec.Placement.ClusterAffinities == nil {
+		r, err := s.algorithm.Schedule(ctx, spec, status, option)
+		if err != nil {
+			return nil, isFitError(err), err
+		}
+		return r.SuggestedClusters, false, nil
+	}
+
+	groups := spec.Placement.ClusterAffinities
+	observed := status.DeepCopy()
+	var firstErr error
+	for i := affinityIndex(groups, status.SchedulerObservedAffinityName); i < len(groups); i++ {
+		observed.SchedulerObservedAffinityName = groups[i].AffinityName
+		r, err := s.algorithm.Schedule(ctx, spec, observed, option)
+		if err == nil {
+			return r.SuggestedClusters, false, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, isFitError(firstErr), firstErr
+}
+
+// affinityIndex finds the group named observed, or the first group.
+func affinityIndex(groups []policyv1alpha1.ClusterAffinityTerm, observed string) int {
+	for i, g := range groups {
+		if observed != "" && g.AffinityName == observed {
+			return i
+		}
+	}
+	return 0
+}
+
+func isFitError(err error) bool {
+	var fit *framework.FitError
+	return errors.As(err, &fit)
+}
+
+// assume records the capacity a decision consumes in Karmada's assumption
+// cache, as karmada-scheduler does after it wrote a result: the binding's
+// whole footprint on each cluster of the new placement. Later estimates
+// deduct it from the clusters' resource summaries.
+func (s *karmadaScheduler) assume(namespace, name string, spec *workv1alpha2.ResourceBindingSpec, result []workv1alpha2.TargetCluster) {
+	if !spec.IsWorkload() {
+		return
+	}
+	key := names.NamespacedKey(namespace, name)
+	assumptions := s.cache.AssigningResourceBindings()
+	if len(spec.Components) > 0 {
+		for _, tc := range result {
+			assumptions.Assume(key, tc.Name, schedcache.AssumedWorkload{Namespace: spec.Resource.Namespace, Components: spec.Components})
+		}
+		return
+	}
+	for _, tc := range result {
+		component := workv1alpha2.Component{Name: spec.Resource.Name, Replicas: tc.Replicas}
+		if r := spec.ReplicaRequirements; r != nil {
+			component.ReplicaRequirements = &workv1alpha2.ComponentReplicaRequirements{
+				NodeClaim: r.NodeClaim, ResourceRequest: r.ResourceRequest, PriorityClassName: r.PriorityClassName,
+			}
+		}
+		assumptions.Assume(key, tc.Name, schedcache.AssumedWorkload{Namespace: spec.Resource.Namespace, Components: []workv1alpha2.Component{component}})
+	}
+}
