@@ -222,6 +222,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdCompletion(streams))
 	cmd.AddCommand(NewCmdDeschedule(streams))
 	cmd.AddCommand(NewCmdGet(streams))
+	cmd.AddCommand(NewCmdPlan(f, o, streams))
 	return cmd
 }
 

@@ -164,10 +164,10 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 	case p.Division.IsDynamic():
 		return p.verdict(Unchanged, ReasonFreshReschedule, "a fresh division gives the same placement")
 	case changes:
-		return p.verdict(WouldMove, Unchangeable(spec.Placement, spec), fmt.Sprintf(
+		return p.verdict(WouldMove, rebalance.UnchangeableReason(spec), fmt.Sprintf(
 			"%s placements do not follow free capacity, but the clusters or the policy changed since the last schedule, so the next scheduling pass changes it", p.Division))
 	}
-	return p.verdict(CannotChange, Unchangeable(spec.Placement, spec), fmt.Sprintf(
+	return p.verdict(CannotChange, rebalance.UnchangeableReason(spec), fmt.Sprintf(
 		"a %s placement does not depend on free capacity: a fresh reschedule places it as before", p.Division))
 }
 

@@ -115,7 +115,7 @@ func TestPredictSingle(t *testing.T) {
 			verdict: WouldMove, reason: ReasonFreshReschedule, predicted: map[string]int32{"member1": 4}},
 		{name: "duplicated cannot change", clusters: three(),
 			binding: binding("a", duplicated, 2, tc("member1", 2), tc("member2", 2), tc("member3", 2)),
-			verdict: CannotChange, reason: ReasonDuplicated, predicted: map[string]int32{"member1": 2, "member2": 2, "member3": 2}},
+			verdict: CannotChange, reason: rebalance.ReasonDuplicated, predicted: map[string]int32{"member1": 2, "member2": 2, "member3": 2}},
 		{name: "no room anywhere", clusters: []*clusterv1alpha1.Cluster{cluster("member1", 1), cluster("member2", 1)},
 			binding: binding("a", dynamic, 10, tc("member2", 1)),
 			verdict: CannotFit, reason: ReasonUnschedulable, predicted: map[string]int32{"member2": 1}},
@@ -177,10 +177,10 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 func TestByClusterAndCounts(t *testing.T) {
 	ps := []Prediction{
 		{Before: []workv1alpha2.TargetCluster{tc("member2", 3)}, Predicted: []workv1alpha2.TargetCluster{tc("member1", 2), tc("member2", 1)}, Verdict: WouldMove, Reason: ReasonFreshReschedule},
-		{Before: []workv1alpha2.TargetCluster{tc("member2", 1)}, Predicted: []workv1alpha2.TargetCluster{tc("member2", 1)}, Verdict: CannotChange, Reason: ReasonDuplicated},
+		{Before: []workv1alpha2.TargetCluster{tc("member2", 1)}, Predicted: []workv1alpha2.TargetCluster{tc("member2", 1)}, Verdict: CannotChange, Reason: rebalance.ReasonDuplicated},
 	}
 	assert.Equal(t, []ClusterChange{{Name: "member1", Before: 0, Predicted: 2}, {Name: "member2", Before: 4, Predicted: 2}}, ByCluster(ps))
 	counts := Counts(ps)
 	assert.Equal(t, 1, counts[0].Total)
-	assert.Equal(t, map[string]int{ReasonDuplicated: 1}, counts[4].ByReason)
+	assert.Equal(t, map[string]int{rebalance.ReasonDuplicated: 1}, counts[4].ByReason)
 }

@@ -33,13 +33,10 @@ const (
 var Verdicts = []Verdict{WouldMove, Unchanged, CannotFit, CannotPredict, CannotChange}
 
 // Reasons of a verdict besides those of rebalance.PreTriggerCheck
-// (SchedulingSuspended, ForeignScheduler, NoPolicy, NotScheduledYet) and the
-// scheduler's own condition reasons (NoClusterFit, Unschedulable).
+// (SchedulingSuspended, ForeignScheduler, NoPolicy, NotScheduledYet) and of
+// rebalance.UnchangeableReason (Duplicated, StaticWeight, NonWorkload).
 const (
 	ReasonFreshReschedule    = "FreshReschedule"
-	ReasonDuplicated         = "Duplicated"
-	ReasonStaticWeight       = "StaticWeight"
-	ReasonNonWorkload        = "NonWorkload"
 	ReasonBindingNotFound    = "BindingNotFound"
 	ReasonBindingMismatch    = "BindingMismatch"
 	ReasonBindingDeleting    = "BindingDeleting"
@@ -91,22 +88,6 @@ func DivisionOf(placement *policyv1alpha1.Placement, spec *workv1alpha2.Resource
 // capacity, the only case where a fresh reschedule can change a placement.
 func (d Division) IsDynamic() bool {
 	return d == DivisionAggregated || (len(d) > len(DivisionDynamicWeight) && d[:len(DivisionDynamicWeight)] == DivisionDynamicWeight)
-}
-
-// Unchangeable returns the reason a fresh reschedule cannot change a
-// placement of this division ("Duplicated", "StaticWeight"), or "" when it can.
-// kubectl rebalance uses it to warn before triggering.
-func Unchangeable(placement *policyv1alpha1.Placement, spec *workv1alpha2.ResourceBindingSpec) string {
-	d := DivisionOf(placement, spec)
-	switch {
-	case d == "" || d.IsDynamic():
-		return ""
-	case spec != nil && !spec.IsWorkload():
-		return ReasonNonWorkload
-	case d == DivisionDuplicated:
-		return ReasonDuplicated
-	}
-	return ReasonStaticWeight
 }
 
 // Prediction is the verdict for one workload.
@@ -264,6 +245,47 @@ func Counts(predictions []Prediction) []Count {
 		c.Total++
 		if p.Reason != "" {
 			c.ByReason[p.Reason]++
+		}
+	}
+	return out
+}
+
+// Selection narrows a plan, or a run, to some workloads.
+type Selection struct {
+	// ToCluster keeps the workloads whose predicted placement gives this
+	// cluster more replicas than it has now.
+	ToCluster string
+	// ChangedOnly keeps the workloads whose predicted placement differs
+	// from the current one.
+	ChangedOnly bool
+}
+
+// IsZero reports whether the selection keeps everything.
+func (s Selection) IsZero() bool { return s.ToCluster == "" && !s.ChangedOnly }
+
+// Keeps reports whether the selection keeps p. Only a WouldMove verdict can
+// be kept: a workload whose placement cannot be predicted is never selected
+// by a guess, and one the scheduler would fail to place (NoClusterFit
+// empties its placement) is never selected for a move.
+func (s Selection) Keeps(p *Prediction) bool {
+	if s.IsZero() {
+		return true
+	}
+	if p.Verdict != WouldMove {
+		return false
+	}
+	return s.ToCluster == "" || p.Gains(s.ToCluster) > 0
+}
+
+// Select returns the predictions s keeps, in order.
+func Select(predictions []Prediction, s Selection) []Prediction {
+	if s.IsZero() {
+		return predictions
+	}
+	out := make([]Prediction, 0, len(predictions))
+	for i := range predictions {
+		if s.Keeps(&predictions[i]) {
+			out = append(out, predictions[i])
 		}
 	}
 	return out

@@ -29,6 +29,9 @@ type Row struct {
 	After []workv1alpha2.TargetCluster
 	// Message holds extra detail, such as an error or a verification mismatch.
 	Message string
+	// Unchangeable, when set, is why a fresh reschedule cannot change the
+	// binding's placement (see UnchangeableReason).
+	Unchangeable string
 }
 
 // SortRows sorts rows in place into the order of a WorkloadRebalancer's

@@ -333,6 +333,7 @@ func (r *Runner) adopt(e *entry, b *Binding) {
 	e.row.Before = b.Spec.Clusters
 	e.row.After = b.Spec.Clusters
 	e.row.Message = ""
+	e.row.Unchangeable = UnchangeableReason(&b.Spec)
 	if err := VerifyBinding(e.target.Workload, e.target.UID, b.Name, b.Spec.Resource, b.OwnerReferences); err != nil {
 		// The controller would write the trigger anyway; the plugin does not
 		// reschedule a workload the user did not ask for.

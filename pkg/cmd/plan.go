@@ -1,0 +1,334 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/completion"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+var (
+	planLong = templates.LongDesc(`
+		Predict, without writing anything, where a fresh reschedule would put
+		each workload's replicas, and what would move.
+
+		The prediction runs Karmada's own scheduling algorithm (the generic
+		scheduler, its default plugins and the general estimator, from the
+		Karmada module this plugin is built with) over the live Cluster objects
+		and each binding's placement and replica requirements. Workloads are
+		predicted in the order kubectl rebalance triggers them, and each
+		decision consumes the capacity it takes before the next one is
+		predicted, as karmada-scheduler's overcommit protection does.
+
+		Every workload gets a verdict: WouldMove, Unchanged, CannotFit (the
+		scheduler would fail; with NoClusterFit it would empty the placement),
+		CannotPredict (the scheduler would consult something the client cannot
+		see, such as a karmada-scheduler-estimator or a cluster that is not
+		Ready, or data is missing), or CannotChange (the scheduler ignores the
+		trigger, or the placement is Duplicated or divided by static weights).
+		The table is followed by the replicas per cluster before and after
+		and the counts of each verdict. -o wide adds the division and the
+		reason of each verdict; -o report-json and -o report-yaml print a
+		report for scripts (see docs/plan.md); -o yaml and -o json print a
+		WorkloadRebalancer of the selected workloads, to apply or to pass to
+		kubectl rebalance -f.
+
+		Workloads are named as for kubectl rebalance. --to-cluster keeps the
+		workloads that would gain replicas on a cluster, --changed-only those
+		whose placement would change. Reads cost one LIST of clusters and one
+		LIST of bindings per namespace (one in all with -A), whatever the
+		number of workloads.`)
+
+	planExample = templates.Examples(`
+		# What would a rebalance of every Deployment do?
+		kubectl rebalance plan deployments -A
+
+		# Which workloads would come back to member1, which recovered from a failure?
+		kubectl rebalance plan deployments -A --to-cluster member1
+
+		# The same with the division and the reason of each verdict
+		kubectl rebalance plan deployments -A --to-cluster member1 -o wide
+
+		# A WorkloadRebalancer of only the workloads that would change, to review and apply
+		kubectl rebalance plan deployments -n shop --all --changed-only -o yaml > rebalancer.yaml
+
+		# A report for scripts
+		kubectl rebalance plan deployments -A -o report-json | jq '.summary'`)
+)
+
+// PlanOptions holds the flags and the state of `kubectl rebalance plan`.
+type PlanOptions struct {
+	// targets holds the target flags, the kubeconfig and the resolution of
+	// workloads, shared with kubectl rebalance.
+	targets *RebalanceOptions
+	// Selection holds --to-cluster and --changed-only.
+	Selection predict.Selection
+	// Estimator is --scheduler-estimator.
+	Estimator string
+
+	genericiooptions.IOStreams
+}
+
+// NewCmdPlan builds the `plan` subcommand. It reads the kubeconfig flags of
+// the root command through root and f.
+func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	targets := NewRebalanceOptions(streams)
+	targets.ConfigFlags = root.ConfigFlags
+	targets.PrintFlags = genericclioptions.NewPrintFlags("")
+	o := &PlanOptions{targets: targets, Estimator: string(predict.EstimatorAuto), IOStreams: streams}
+
+	cmd := &cobra.Command{
+		Use:                   "plan (TYPE[.VERSION][.GROUP] [NAME...] | TYPE[.VERSION][.GROUP]/NAME... | -f FILENAME | TYPE -l SELECTOR | TYPE --all)",
+		DisableFlagsInUseLine: true,
+		Short:                 "Predict where a fresh reschedule would put workloads, without writing anything",
+		Long:                  planLong,
+		Example:               planExample,
+		Args:                  cobra.ArbitraryArgs,
+		ValidArgsFunction:     completion.ResourceTypeAndNameCompletionFunc(f),
+		SilenceUsage:          true,
+		SilenceErrors:         true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(f, root, cmd, args); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			if err := o.Validate(cmd); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
+	})
+
+	flags := cmd.Flags()
+	cmdutil.AddFilenameOptionFlags(cmd, &targets.FilenameOptions, "identifying the workloads to predict, or a WorkloadRebalancer manifest whose workloads to predict.")
+	cmdutil.AddLabelSelectorFlagVar(cmd, &targets.LabelSelector)
+	flags.BoolVarP(&targets.AllNamespaces, "all-namespaces", "A", false, "Predict the selected workloads in all namespaces.")
+	flags.BoolVar(&targets.All, "all", false, "Predict all workloads of the given types in the namespace.")
+	flags.BoolVar(&targets.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
+	addSelectionFlags(cmd, &o.Selection, "Keep only")
+	flags.StringVar(&o.Estimator, "scheduler-estimator", o.Estimator,
+		`Whether karmada-scheduler consults karmada-scheduler-estimators: "auto" looks for their Services in karmada-system of the Karmada apiserver, where karmada-scheduler looks first; "enabled" or "disabled" say so. Placements that depend on free capacity cannot be predicted when it does.`)
+	_ = cmd.RegisterFlagCompletionFunc("scheduler-estimator", cobra.FixedCompletions([]string{"auto", "enabled", "disabled"}, cobra.ShellCompDirectiveNoFileComp))
+	targets.PrintFlags.AddFlags(cmd)
+	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, targets.PrintFlags.AllowedFormats()...)
+	flags.Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s). The default is a table; yaml and json print a WorkloadRebalancer of the selected workloads.", strings.Join(formats, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// addSelectionFlags registers --to-cluster and --changed-only, which plan
+// and kubectl rebalance share; verb starts their help.
+func addSelectionFlags(cmd *cobra.Command, sel *predict.Selection, verb string) {
+	cmd.Flags().StringVar(&sel.ToCluster, "to-cluster", "", verb+" the workloads whose predicted placement gives this member cluster more replicas than it has now.")
+	cmd.Flags().BoolVar(&sel.ChangedOnly, "changed-only", false, verb+" the workloads whose predicted placement differs from the current one.")
+}
+
+// Complete fills the options from the flags, the arguments and the kubeconfig.
+func (o *PlanOptions) Complete(f cmdutil.Factory, root *RebalanceOptions, cmd *cobra.Command, args []string) error {
+	t := o.targets
+	t.Args, t.factory = args, f
+	if cmd.Flags().Changed("karmada-context") {
+		if cmd.Flags().Changed("context") && *t.ConfigFlags.Context != root.KarmadaContext {
+			return fmt.Errorf("--karmada-context %q and --context %q disagree; give only one of them", root.KarmadaContext, *t.ConfigFlags.Context)
+		}
+		*t.ConfigFlags.Context = root.KarmadaContext
+	}
+	var err error
+	t.Namespace, t.EnforceNamespace, err = f.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return t.kubeconfigError(err)
+	}
+	t.OutputFormat = ""
+	if t.PrintFlags.OutputFormat != nil {
+		t.OutputFormat = *t.PrintFlags.OutputFormat
+	}
+	switch t.OutputFormat {
+	case "", "wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
+	default:
+		if t.printer, err = t.PrintFlags.ToPrinter(); err != nil {
+			return fmt.Errorf("invalid --output %q: use one of wide, %s, %s, %s", t.OutputFormat,
+				rbprinters.OutputReportJSON, rbprinters.OutputReportYAML, strings.Join(t.PrintFlags.AllowedFormats(), ", "))
+		}
+	}
+	return nil
+}
+
+// Validate checks that the flags and arguments make sense together.
+func (o *PlanOptions) Validate(cmd *cobra.Command) error {
+	t := o.targets
+	noFiles := cmdutil.IsFilenameSliceEmpty(t.Filenames, t.Kustomize)
+	switch {
+	case len(t.Args) == 0 && noFiles:
+		return cmdutil.UsageErrorf(cmd, "name the workloads to predict: give TYPE/NAME, TYPE NAME..., TYPE -l SELECTOR, TYPE --all or -f FILENAME")
+	case len(t.Args) > 0 && !noFiles:
+		return cmdutil.UsageErrorf(cmd, "give the workloads either as arguments or with -f, not both")
+	case t.All && t.LabelSelector != "":
+		return cmdutil.UsageErrorf(cmd, "--all and --selector cannot be combined: --all already selects every workload of the type")
+	}
+	switch predict.EstimatorMode(o.Estimator) {
+	case predict.EstimatorAuto, predict.EstimatorEnabled, predict.EstimatorDisabled:
+	default:
+		return cmdutil.UsageErrorf(cmd, "invalid --scheduler-estimator %q: use auto, enabled or disabled", o.Estimator)
+	}
+	return nil
+}
+
+// Run predicts and prints.
+func (o *PlanOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t := o.targets
+	t.quietenClientLogs()
+
+	mapper, err := t.factory.ToRESTMapper()
+	if err != nil {
+		return withExitCode(ExitError, t.apiError(err))
+	}
+	if err := t.checkKarmada(mapper); err != nil {
+		return withExitCode(ExitError, err)
+	}
+	resolved, err := t.resolve(mapper)
+	if err != nil {
+		return withExitCode(ExitError, t.rebalancerKindError(err))
+	}
+	if len(resolved.Targets) == 0 {
+		t.printNothingFound()
+		return nil
+	}
+	predictions, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator))
+	if err != nil {
+		return err
+	}
+	return o.print(predict.Select(predictions, o.Selection))
+}
+
+// predict reads the bindings and clusters of targets and predicts them. It
+// fails when --to-cluster names a cluster the control plane does not have.
+func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode) ([]predict.Prediction, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	client, err := karmadaclient.NewForConfig(config)
+	if err != nil {
+		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	source := predict.Source{Karmada: client, Estimator: mode}
+	if mode == predict.EstimatorAuto {
+		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
+			return nil, withExitCode(ExitError, o.kubeconfigError(err))
+		}
+	}
+	in, err := source.Read(ctx, targets, o.AllNamespaces)
+	if err != nil {
+		return nil, withExitCode(ExitError, o.apiError(err))
+	}
+	if sel.ToCluster != "" && !slices.ContainsFunc(in.Clusters, func(c *clusterv1alpha1.Cluster) bool { return c.Name == sel.ToCluster }) {
+		names := make([]string, 0, len(in.Clusters))
+		for _, c := range in.Clusters {
+			names = append(names, c.Name)
+		}
+		return nil, withExitCode(ExitError, fmt.Errorf("--to-cluster %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
+			sel.ToCluster, o.serverURL(), strings.Join(names, ", ")))
+	}
+	predictions, err := predict.Predict(ctx, in, targets, predict.Options{Consume: true})
+	if err != nil {
+		return nil, withExitCode(ExitError, fmt.Errorf("predicting the placements failed: %w", err))
+	}
+	return predictions, nil
+}
+
+// print writes the plan in the chosen format.
+func (o *PlanOptions) print(predictions []predict.Prediction) error {
+	t := o.targets
+	switch t.OutputFormat {
+	case "", "wide":
+		if len(predictions) > 0 {
+			err := rbprinters.PrintPlan(t.Out, predictions, rbprinters.PlanPrintOptions{
+				Wide: t.OutputFormat == "wide", NoHeaders: t.NoHeaders, WithNamespace: t.AllNamespaces})
+			if err != nil {
+				return withExitCode(ExitError, err)
+			}
+			fmt.Fprintln(t.Out)
+			for _, line := range rbprinters.ClusterLines(predict.ByCluster(predictions)) {
+				fmt.Fprintln(t.Out, line)
+			}
+		}
+		fmt.Fprintln(t.Out, o.countsLine(predictions))
+		return nil
+	case rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
+		if err := rbprinters.PrintReport(t.Out, rbprinters.PlanReport(predictions, o.Selection), t.OutputFormat); err != nil {
+			return withExitCode(ExitError, err)
+		}
+	case "name":
+		for _, p := range predictions {
+			obj := &metav1.PartialObjectMetadata{
+				TypeMeta:   metav1.TypeMeta{APIVersion: p.Workload.APIVersion, Kind: p.Workload.Kind},
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.Workload.Namespace, Name: p.Workload.Name},
+			}
+			if err := t.printer.PrintObj(obj, t.Out); err != nil {
+				return withExitCode(ExitError, fmt.Errorf("printing %s failed: %w", rbprinters.WorkloadName(p.Workload), err))
+			}
+		}
+	default:
+		if err := t.printer.PrintObj(planRebalancer(predictions), t.Out); err != nil {
+			return withExitCode(ExitError, fmt.Errorf("printing the workloadrebalancer failed: %w", err))
+		}
+	}
+	fmt.Fprintln(t.ErrOut, o.countsLine(predictions))
+	return nil
+}
+
+// countsLine is the counts line, naming the selection that made it.
+func (o *PlanOptions) countsLine(predictions []predict.Prediction) string {
+	line := rbprinters.CountsLine(predictions)
+	var by []string
+	if o.Selection.ToCluster != "" {
+		by = append(by, "--to-cluster "+o.Selection.ToCluster)
+	}
+	if o.Selection.ChangedOnly {
+		by = append(by, "--changed-only")
+	}
+	if len(by) > 0 {
+		line += " (selected by " + strings.Join(by, " ") + ")"
+	}
+	return line
+}
+
+// planRebalancer is a WorkloadRebalancer of the planned workloads, ready to
+// be applied or given to kubectl rebalance -f.
+func planRebalancer(predictions []predict.Prediction) *appsv1alpha1.WorkloadRebalancer {
+	rb := &appsv1alpha1.WorkloadRebalancer{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: appsv1alpha1.ResourceKindWorkloadRebalancer},
+		ObjectMeta: metav1.ObjectMeta{Name: "rebalance-plan-" + time.Now().UTC().Format("20060102-150405")},
+	}
+	for _, p := range predictions {
+		rb.Spec.Workloads = append(rb.Spec.Workloads, p.Workload)
+	}
+	return rb
+}
+

@@ -1,0 +1,44 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestPlanUsageErrors(t *testing.T) {
+	kubeconfig := writeKubeconfig(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "nothing named", args: []string{"plan"}, wantErr: "error: name the workloads to predict: give TYPE/NAME, TYPE NAME..., TYPE -l SELECTOR, TYPE --all or -f FILENAME\n"},
+		{name: "all and selector", args: []string{"plan", "deployments", "--all", "-l", "app=x"}, wantErr: "error: --all and --selector cannot be combined"},
+		{name: "bad estimator mode", args: []string{"plan", "deploy/a", "--scheduler-estimator", "maybe"}, wantErr: `error: invalid --scheduler-estimator "maybe": use auto, enabled or disabled`},
+		{name: "bad output", args: []string{"plan", "deploy/a", "-o", "table"}, wantErr: `error: invalid --output "table": use one of wide, report-json, report-yaml`},
+		{name: "write flags are not plan flags", args: []string{"plan", "deploy/a", "--dry-run"}, wantErr: "error: unknown flag: --dry-run"},
+		{
+			name:    "contexts that disagree",
+			args:    []string{"plan", "deploy/a", "--karmada-context", "member1", "--context", "karmada-apiserver"},
+			wantErr: `error: --karmada-context "member1" and --context "karmada-apiserver" disagree; give only one of them` + "\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runRebalance(t, append([]string{"--kubeconfig", kubeconfig}, tt.args...)...)
+			assert.Equal(t, ExitError, code)
+			assert.Empty(t, out)
+			assert.True(t, strings.HasPrefix(errOut, tt.wantErr), "stderr:\n%s\nwant prefix:\n%s", errOut, tt.wantErr)
+		})
+	}
+}
+
+func TestPlanHelpNamesTheFlags(t *testing.T) {
+	code, out, _ := runRebalance(t, "plan", "--help")
+	assert.Equal(t, ExitOK, code)
+	for _, flag := range []string{"--to-cluster", "--changed-only", "--scheduler-estimator", "report-json", "-A, --all-namespaces", "-l, --selector", "-f, --filename"} {
+		assert.Contains(t, out, flag)
+	}
+}

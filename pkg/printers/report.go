@@ -1,0 +1,284 @@
+package printers
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// Output formats of the machine-readable report (docs/plan.md describes
+// its fields). -o yaml and -o json keep printing a WorkloadRebalancer.
+const (
+	OutputReportJSON = "report-json"
+	OutputReportYAML = "report-yaml"
+)
+
+// ReportAPIVersion and ReportKind identify the report document.
+const (
+	ReportAPIVersion = "kubectl-rebalance.io/v1alpha1"
+	ReportKind       = "RebalanceReport"
+)
+
+// Report is the machine-readable form of a plan or of a rebalance. Its field
+// names are stable: scripts and jq filters rely on them.
+type Report struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Command is "plan" or "rebalance".
+	Command string `json:"command"`
+	// DryRun is "client" or "server" for a dry run of rebalance.
+	DryRun string `json:"dryRun,omitempty"`
+	// Selection repeats --to-cluster and --changed-only.
+	Selection *ReportSelection `json:"selection,omitempty"`
+	// Workloads has one entry per workload, in the order of the run.
+	Workloads []ReportWorkload `json:"workloads"`
+	// Clusters sums the replicas per cluster over the workloads.
+	Clusters []ReportCluster `json:"clusters"`
+	// Summary counts the workloads.
+	Summary ReportSummary `json:"summary"`
+}
+
+// ReportSelection is the selection a report was made with.
+type ReportSelection struct {
+	ToCluster   string `json:"toCluster,omitempty"`
+	ChangedOnly bool   `json:"changedOnly,omitempty"`
+}
+
+// ReportWorkload is one workload of a report.
+type ReportWorkload struct {
+	Workload rebalance.Workload `json:"workload"`
+	Binding  string             `json:"binding"`
+	// Division is how the placement divides replicas (Duplicated,
+	// Aggregated, DynamicWeight(...), StaticWeight); empty when unknown.
+	Division string `json:"division,omitempty"`
+	// Verdict is the prediction's: WouldMove, Unchanged, CannotFit,
+	// CannotPredict, CannotChange; empty when nothing was predicted.
+	Verdict string `json:"verdict,omitempty"`
+	// Result is the WorkloadRebalancer result (Successful, Failed) of a
+	// rebalance, "Pending" while unknown; empty in a plan.
+	Result string `json:"result,omitempty"`
+	// Outcome is what the scheduler did (Scheduled, SchedulingFailed,
+	// Ignored, Waiting); empty in a plan.
+	Outcome string `json:"outcome,omitempty"`
+	// Reason and Message explain the outcome of a rebalance, or the verdict
+	// of a plan.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Moves counts the replicas the prediction starts on another cluster.
+	Moves int32 `json:"moves"`
+	// Placements maps cluster names to replicas.
+	Placements ReportPlacements `json:"placements"`
+	// PredictionMatched, in a rebalance that predicted, tells whether the
+	// scheduler's placement equals the predicted one.
+	PredictionMatched *bool `json:"predictionMatched,omitempty"`
+}
+
+// ReportPlacements are a workload's placements as cluster -> replicas.
+type ReportPlacements struct {
+	Before map[string]int32 `json:"before"`
+	// Predicted is absent when nothing was predicted.
+	Predicted map[string]int32 `json:"predicted,omitempty"`
+	// Alternative is the placement of a second fresh pass, when it differs.
+	Alternative map[string]int32 `json:"alternative,omitempty"`
+	// After is absent in a plan and in a dry run.
+	After map[string]int32 `json:"after,omitempty"`
+}
+
+// ReportCluster sums one cluster's replicas over the workloads.
+type ReportCluster struct {
+	Name      string `json:"name"`
+	Before    int32  `json:"before"`
+	Predicted *int32 `json:"predicted,omitempty"`
+	After     *int32 `json:"after,omitempty"`
+}
+
+// ReportSummary counts the workloads by verdict, result and outcome.
+type ReportSummary struct {
+	Workloads int            `json:"workloads"`
+	Verdicts  map[string]int `json:"verdicts,omitempty"`
+	Results   map[string]int `json:"results,omitempty"`
+	Outcomes  map[string]int `json:"outcomes,omitempty"`
+}
+
+// PlanReport builds the report of a plan.
+func PlanReport(predictions []predict.Prediction, sel predict.Selection) *Report {
+	r := newReport("plan", sel)
+	r.Summary.Verdicts = map[string]int{}
+	for _, v := range predict.Verdicts {
+		r.Summary.Verdicts[string(v)] = 0
+	}
+	for _, p := range predictions {
+		r.Workloads = append(r.Workloads, predictionEntry(p))
+		r.Summary.Verdicts[string(p.Verdict)]++
+	}
+	r.Summary.Workloads = len(r.Workloads)
+	r.Clusters = reportClusters(r.Workloads)
+	return r
+}
+
+// RebalanceReport builds the report of a rebalance. predictions, when not
+// nil, are the predictions made before the run, by workload.
+func RebalanceReport(rows []rebalance.Row, predictions map[rebalance.Workload]predict.Prediction, sel predict.Selection, dryRun bool, dryRunMode string) *Report {
+	r := newReport("rebalance", sel)
+	if dryRun {
+		r.DryRun = dryRunMode
+	}
+	r.Summary.Results, r.Summary.Outcomes = map[string]int{}, map[string]int{}
+	if predictions != nil {
+		r.Summary.Verdicts = map[string]int{}
+	}
+	for _, row := range rows {
+		e := ReportWorkload{
+			Workload: row.Workload,
+			Binding:  row.Binding,
+			Result:   resultText(row, dryRun),
+			Outcome:  string(row.Observation.Outcome),
+			Reason:   joinDistinct(string(row.Reason), row.Observation.Reason),
+			Message:  joinDistinct(row.Message, row.Observation.Message),
+			Placements: ReportPlacements{
+				Before: placementMap(row.Before),
+			},
+		}
+		if !dryRun {
+			e.Placements.After = placementMap(row.After)
+		}
+		if p, ok := predictions[row.Workload]; ok {
+			e.Division = string(p.Division)
+			e.Verdict = string(p.Verdict)
+			e.Moves = p.Moves
+			e.Placements.Predicted = placementMap(p.Predicted)
+			e.Placements.Alternative = alternativeMap(p.Alternative)
+			r.Summary.Verdicts[e.Verdict]++
+			if !dryRun && row.Observation.Outcome == rebalance.OutcomeScheduled {
+				matched := predict.SamePlacement(p.Predicted, row.After) ||
+					(p.Alternative != nil && predict.SamePlacement(p.Alternative, row.After))
+				e.PredictionMatched = &matched
+			}
+		}
+		r.Summary.Results[e.Result]++
+		if e.Outcome != "" {
+			r.Summary.Outcomes[e.Outcome]++
+		}
+		r.Workloads = append(r.Workloads, e)
+	}
+	r.Summary.Workloads = len(r.Workloads)
+	r.Clusters = reportClusters(r.Workloads)
+	return r
+}
+
+func newReport(command string, sel predict.Selection) *Report {
+	r := &Report{APIVersion: ReportAPIVersion, Kind: ReportKind, Command: command, Workloads: []ReportWorkload{}}
+	if !sel.IsZero() {
+		r.Selection = &ReportSelection{ToCluster: sel.ToCluster, ChangedOnly: sel.ChangedOnly}
+	}
+	return r
+}
+
+func predictionEntry(p predict.Prediction) ReportWorkload {
+	return ReportWorkload{
+		Workload: p.Workload,
+		Binding:  p.Binding,
+		Division: string(p.Division),
+		Verdict:  string(p.Verdict),
+		Reason:   p.Reason,
+		Message:  p.Message,
+		Moves:    p.Moves,
+		Placements: ReportPlacements{
+			Before:      placementMap(p.Before),
+			Predicted:   placementMap(p.Predicted),
+			Alternative: alternativeMap(p.Alternative),
+		},
+	}
+}
+
+// placementMap turns a placement into cluster -> replicas; never nil, so
+// that an empty placement prints as {}.
+func placementMap(p []workv1alpha2.TargetCluster) map[string]int32 {
+	m := make(map[string]int32, len(p))
+	for _, tc := range p {
+		m[tc.Name] += tc.Replicas
+	}
+	return m
+}
+
+func alternativeMap(p []workv1alpha2.TargetCluster) map[string]int32 {
+	if p == nil {
+		return nil
+	}
+	return placementMap(p)
+}
+
+// reportClusters sums the placements per cluster, in name order.
+func reportClusters(workloads []ReportWorkload) []ReportCluster {
+	type sums struct{ before, predicted, after int32 }
+	byName := map[string]*sums{}
+	var names []string
+	var anyPredicted, anyAfter bool
+	get := func(name string) *sums {
+		s := byName[name]
+		if s == nil {
+			s = &sums{}
+			byName[name] = s
+			names = append(names, name)
+		}
+		return s
+	}
+	for _, w := range workloads {
+		for c, n := range w.Placements.Before {
+			get(c).before += n
+		}
+		if w.Placements.Predicted != nil {
+			anyPredicted = true
+			for c, n := range w.Placements.Predicted {
+				get(c).predicted += n
+			}
+		}
+		if w.Placements.After != nil {
+			anyAfter = true
+			for c, n := range w.Placements.After {
+				get(c).after += n
+			}
+		}
+	}
+	slices.Sort(names)
+	out := make([]ReportCluster, 0, len(names))
+	for _, name := range names {
+		s := byName[name]
+		c := ReportCluster{Name: name, Before: s.before}
+		if anyPredicted {
+			c.Predicted = &s.predicted
+		}
+		if anyAfter {
+			c.After = &s.after
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// PrintReport writes the report as indented JSON or as YAML.
+func PrintReport(w io.Writer, r *Report, format string) error {
+	var data []byte
+	var err error
+	switch format {
+	case OutputReportJSON:
+		data, err = json.MarshalIndent(r, "", "    ")
+		data = append(data, '\n')
+	case OutputReportYAML:
+		data, err = yaml.Marshal(r)
+	default:
+		return fmt.Errorf("unknown report format %q", format)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding the report failed: %w", err)
+	}
+	_, err = w.Write(data)
+	return err
+}
