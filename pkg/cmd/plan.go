@@ -331,4 +331,3 @@ func planRebalancer(predictions []predict.Prediction) *appsv1alpha1.WorkloadReba
 	}
 	return rb
 }
-
