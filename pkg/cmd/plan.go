@@ -3,11 +3,8 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -126,6 +123,7 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	flags.BoolVarP(&targets.AllNamespaces, "all-namespaces", "A", false, "Predict the selected workloads in all namespaces.")
 	flags.BoolVar(&targets.All, "all", false, "Predict all workloads of the given types in the namespace.")
 	flags.BoolVar(&targets.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
+	flags.DurationVar(&targets.Timeout, "timeout", targets.Timeout, "How long to wait for the API server before giving up.")
 	addSelectionFlags(cmd, &o.Selection, "Keep only")
 	flags.StringVar(&o.Estimator, "scheduler-estimator", o.Estimator,
 		`Whether karmada-scheduler consults karmada-scheduler-estimators: "auto" looks for their Services in karmada-system of the Karmada apiserver, where karmada-scheduler looks first; "enabled" or "disabled" say so. Placements that depend on free capacity cannot be predicted when it does.`)
@@ -185,6 +183,8 @@ func (o *PlanOptions) Validate(cmd *cobra.Command) error {
 		return cmdutil.UsageErrorf(cmd, "give the workloads either as arguments or with -f, not both")
 	case t.All && t.LabelSelector != "":
 		return cmdutil.UsageErrorf(cmd, "--all and --selector cannot be combined: --all already selects every workload of the type")
+	case t.Timeout <= 0:
+		return cmdutil.UsageErrorf(cmd, "--timeout must be greater than zero, got %s", t.Timeout)
 	}
 	switch predict.EstimatorMode(o.Estimator) {
 	case predict.EstimatorAuto, predict.EstimatorEnabled, predict.EstimatorDisabled:
@@ -199,26 +199,23 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	t := o.targets
 	t.quietenClientLogs()
+	// --timeout bounds the whole run, from the first request on.
+	t.deadline = time.Now().Add(t.Timeout)
 
-	mapper, err := t.factory.ToRESTMapper()
+	_, resolved, err := t.startup(ctx)
 	if err != nil {
-		return withExitCode(ExitError, t.apiError(err))
-	}
-	if err := t.checkKarmada(mapper); err != nil {
-		return withExitCode(ExitError, err)
-	}
-	resolved, err := t.resolve(mapper)
-	if err != nil {
-		return withExitCode(ExitError, t.rebalancerKindError(err))
+		return err
 	}
 	if len(resolved.Targets) == 0 {
 		t.printNothingFound()
 		return nil
 	}
+	ctx, cancel := context.WithDeadline(ctx, t.deadline)
+	defer cancel()
 	predictions, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator))
 	if err != nil {
 		return err
