@@ -74,7 +74,7 @@ func PrintRows(w io.Writer, rows []rebalance.Row, opts RowPrintOptions) error {
 			placementText(row.After),
 			orNone(row.Binding),
 			timeText(row.TriggeredAt),
-			orNone(joinDistinct(string(row.Reason), row.Observation.Reason)),
+			orNone(joinDistinct(string(row.Reason), row.ClientReason, row.Observation.Reason)),
 			orNone(joinDistinct(row.Message, row.Observation.Message)),
 		}
 		if withNamespace {

@@ -32,7 +32,20 @@ type Row struct {
 	// Unchangeable, when set, is why a fresh reschedule cannot change the
 	// binding's placement (see UnchangeableReason).
 	Unchangeable string
+	// ClientReason is a reason of the plugin's own, for a Failed result
+	// Karmada's controller would never record: ReasonBindingMismatch or
+	// ReasonTriggerRejected. A recorded status leaves such a workload pending.
+	ClientReason string
 }
+
+// Reasons of the plugin's own for a Failed result without a CRD reason.
+const (
+	// ReasonBindingMismatch: the binding that carries the workload's binding
+	// name belongs to another workload or to an older template (uid).
+	ReasonBindingMismatch = "BindingMismatch"
+	// ReasonTriggerRejected: the API server rejected the trigger write as invalid.
+	ReasonTriggerRejected = "TriggerRejected"
+)
 
 // SortRows sorts rows in place into the order of a WorkloadRebalancer's
 // status.observedWorkloads (see SortKey).

@@ -338,7 +338,7 @@ func (r *Runner) adopt(e *entry, b *Binding) {
 		// The controller would write the trigger anyway; the plugin does not
 		// reschedule a workload the user did not ask for.
 		e.binding = nil
-		e.row.Result, e.row.Reason = appsv1alpha1.RebalanceFailed, ""
+		e.row.Result, e.row.Reason, e.row.ClientReason = appsv1alpha1.RebalanceFailed, "", ReasonBindingMismatch
 		e.row.Message = err.Error()
 	}
 }
@@ -477,7 +477,7 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 		case isFatal(err):
 			return false, bindingRequestError("patch", w, e.row.Binding, err)
 		case isRejected(err):
-			e.row.Result, e.row.Reason = appsv1alpha1.RebalanceFailed, ""
+			e.row.Result, e.row.Reason, e.row.ClientReason = appsv1alpha1.RebalanceFailed, "", ReasonTriggerRejected
 			e.row.Message = fmt.Sprintf("the API server rejected the trigger on %s: %v", BindingRef(w), err)
 			return true, nil
 		}

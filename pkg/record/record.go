@@ -369,7 +369,7 @@ func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alph
 func setIfPending(status *appsv1alpha1.WorkloadRebalancerStatus, row rebalance.Row) {
 	for i := range status.ObservedWorkloads {
 		entry := &status.ObservedWorkloads[i]
-		if entry.Workload == row.Workload && IsPending(*entry) {
+		if entry.Workload == row.Workload && IsPending(*entry) && Recordable(row.Result, row.Reason) {
 			entry.Result, entry.Reason = row.Result, row.Reason
 		}
 	}
@@ -404,6 +404,12 @@ func RowsFromStatus(rb *appsv1alpha1.WorkloadRebalancer, ran map[rebalance.Workl
 			}
 		}
 		switch {
+		case IsPending(entry) && ok && !Recordable(row.Result, row.Reason):
+			// A refusal of the plugin's own (a binding of another workload,
+			// a rejected write): Karmada's controller would leave the entry
+			// pending and retry it, and so does the record.
+			row.Result, row.Reason = "", ""
+			row.Message = joinMessage(row.Message, "left pending in the status, as Karmada's controller would leave it: the next pass tries again")
 		case IsPending(entry) && ok && row.Result != "":
 			// The run got a result the status does not hold (its write
 			// failed): show what happened.

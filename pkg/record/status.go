@@ -58,6 +58,10 @@ func SyncStatus(old appsv1alpha1.WorkloadRebalancerStatus, spec appsv1alpha1.Wor
 // empty reason; Failed with RebalanceObjectNotFound is the only failure the
 // controller records (any other error leaves the entry pending).
 func SetResult(status *appsv1alpha1.WorkloadRebalancerStatus, w rebalance.Workload, result appsv1alpha1.RebalanceResult, reason appsv1alpha1.RebalanceFailedReason) bool {
+	if !Recordable(result, reason) {
+		// Anything else the controller leaves pending and retries.
+		result, reason = "", ""
+	}
 	found := false
 	for i := range status.ObservedWorkloads {
 		if status.ObservedWorkloads[i].Workload == w {
@@ -67,6 +71,21 @@ func SetResult(status *appsv1alpha1.WorkloadRebalancerStatus, w rebalance.Worklo
 		}
 	}
 	return found
+}
+
+// Recordable reports whether Karmada's controller could write result and
+// reason into a status: Successful, or Failed with ReferencedBindingNotFound.
+// The empty (pending) result is recordable too.
+func Recordable(result appsv1alpha1.RebalanceResult, reason appsv1alpha1.RebalanceFailedReason) bool {
+	switch result {
+	case "":
+		return reason == ""
+	case appsv1alpha1.RebalanceSuccessful:
+		return reason == ""
+	case appsv1alpha1.RebalanceFailed:
+		return reason == appsv1alpha1.RebalanceObjectNotFound
+	}
+	return false
 }
 
 // IsPending reports whether the controller would still try to trigger an
