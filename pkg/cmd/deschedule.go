@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +33,7 @@ import (
 	"k8s.io/kubectl/pkg/util/templates"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/version"
 )
 
@@ -66,10 +70,19 @@ var (
 		Without --interval the command runs one pass, prints a row per target
 		cluster of every binding it had to look at, and a summary line on
 		stderr. With --interval it is a daemon: a pass at start and then every
-		interval, structured logs on stderr, optional leader election
-		(--leader-elect) so that several replicas run with one active, and
-		Prometheus metrics, /healthz and /readyz on --metrics-bind-address.
-		SIGINT and SIGTERM stop it between two writes, never in the middle of one.
+		interval, structured logs on stderr, Prometheus metrics on
+		--metrics-bind-address and /healthz and /readyz on
+		--health-probe-bind-address. It speaks karmada-descheduler's flags
+		(--descheduling-interval, --leader-elect-resource-namespace,
+		--kube-api-qps, --logging-format, -v). Like karmada-descheduler it
+		elects a leader by default, on the same Lease (karmada-descheduler in
+		karmada-system), so that several replicas run with one active and never
+		beside a karmada-descheduler. It refuses to start while a
+		karmada-descheduler holds that Lease, unless --force makes it stand by
+		and take over when karmada-descheduler stops. In a daemon, events go
+		through client-go's event recorder (aggregated, rate-limited, written in
+		the background); their source is kubectl-rebalance-deschedule. SIGINT
+		and SIGTERM stop it between two writes, never in the middle of one.
 
 		Exit codes of a single pass:
 
@@ -91,12 +104,20 @@ var (
 		# Read member pods through kubeconfig contexts named like the clusters
 		kubectl rebalance deschedule -A --estimator kubeconfig --member-kubeconfig ~/.kube/members
 
-		# Run as a daemon with leader election and metrics, like karmada-descheduler
-		kubectl rebalance deschedule -A --interval 2m --leader-elect --metrics-bind-address :8080 --log-format json
+		# Run as a daemon with leader election, metrics and probes, like karmada-descheduler
+		kubectl rebalance deschedule -A --descheduling-interval 2m --metrics-bind-address :8080 --health-probe-bind-address :10358 --logging-format json
 
 		# Keep the pass result as JSON
 		kubectl rebalance deschedule -A -o json > pass.json`)
 )
+
+// deprecatedDescheduleFlags are the daemon's former flag names, renamed to
+// karmada-descheduler's, and their new names.
+var deprecatedDescheduleFlags = map[string]string{
+	"leader-elect-namespace": "leader-elect-resource-namespace",
+	"leader-elect-name":      "leader-elect-resource-name",
+	"log-format":             "logging-format",
+}
 
 // Estimators: where member pod counts come from.
 const (
@@ -113,6 +134,10 @@ const (
 	// --request-timeout says otherwise.
 	defaultDescheduleRequestTimeout = time.Minute
 )
+
+// eventFlushTimeout bounds the wait for the last events when a daemon stops,
+// well within a pod's default termination grace period.
+const eventFlushTimeout = 10 * time.Second
 
 // Defaults of karmada-descheduler's client to the Karmada apiserver.
 const (
@@ -143,24 +168,27 @@ type DescheduleOptions struct {
 	Burst                  int
 	Timeout                time.Duration
 
-	LeaderElect          bool
-	LeaderElectNamespace string
-	LeaderElectName      string
-	LeaderElectIdentity  string
-	LeaseDuration        time.Duration
-	RenewDeadline        time.Duration
-	RetryPeriod          time.Duration
-	MetricsBindAddress   string
-	LogFormat            string
+	LeaderElect            bool
+	LeaderElectNamespace   string
+	LeaderElectName        string
+	LeaderElectIdentity    string
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LogFormat              string
+	Force                  bool
 
 	// Set by Complete.
-	Namespace    string
-	DryRun       deschedule.DryRun
-	OutputFormat string
-	printer      printers.ResourcePrinter
-	restConfig   *rest.Config
-	logger       *slog.Logger
-	guard        *requestGuard
+	Namespace      string
+	leaderElectSet bool
+	DryRun         deschedule.DryRun
+	OutputFormat   string
+	printer        printers.ResourcePrinter
+	restConfig     *rest.Config
+	logger         *slog.Logger
+	guard          *requestGuard
 
 	genericiooptions.IOStreams
 }
@@ -176,6 +204,7 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		DryRunFlag:             string(deschedule.DryRunNone),
 		QPS:                    defaultDescheduleQPS,
 		Burst:                  defaultDescheduleBurst,
+		LeaderElect:            true,
 		LeaderElectNamespace:   deschedule.DefaultLeaseNamespace,
 		LeaderElectName:        deschedule.DefaultLeaseName,
 		LeaseDuration:          deschedule.DefaultLeaseDuration,
@@ -239,24 +268,42 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests sent at once before --qps applies.")
 	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a single pass (without --interval) may take; when it runs out the pass stops between two writes (exit code 2). Every request, in a daemon too, gives up after --request-timeout (1m when unset).")
 
-	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "With --interval, pass only while holding a Lease in the Karmada apiserver, so that several replicas run with one active.")
+	// karmada-descheduler's names for the same settings, so that its
+	// arguments work here unchanged.
+	flags.DurationVar(&o.Interval, "descheduling-interval", o.Interval, "The same as --interval, under karmada-descheduler's name (2m there; here 0, a single pass, unless set).")
+	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "The same as --qps, under karmada-descheduler's name.")
+	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "The same as --burst, under karmada-descheduler's name.")
+
+	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "With --interval, pass only while holding the Lease in the Karmada apiserver, so that several replicas run with one active; on by default, as in karmada-descheduler.")
+	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
+	flags.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName, "Name of the leader election Lease; karmada-descheduler's by default, so that the two are never active together.")
 	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
 	flags.StringVar(&o.LeaderElectName, "leader-elect-name", o.LeaderElectName, "Name of the leader election Lease.")
-	flags.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity, "This process's name in the Lease; the host name and a random suffix when empty.")
+	flags.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
+		"This process's name in the Lease, after "+deschedule.IdentityPrefix+"; the host name and a random suffix when empty.")
+	flags.BoolVar(&o.Force, "force", o.Force, "Start even though a karmada-descheduler holds its Lease: with leader election on the same Lease, stand by until it stops; without, run beside it.")
 	flags.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
 	flags.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it stops passing.")
 	flags.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
-	flags.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "With --interval, serve Prometheus /metrics, /healthz and /readyz on this address (e.g. :8080); off when empty.")
+	flags.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `With --interval, serve Prometheus /metrics on this address (e.g. :8080); off when empty or "0".`)
+	flags.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		`With --interval, serve /healthz and /readyz on this address (e.g. :10358); off when empty or "0". The same address as --metrics-bind-address serves all three.`)
+	flags.StringVar(&o.LogFormat, "logging-format", o.LogFormat, `Format of the daemon's logs on stderr: "text" or "json". Set the level with -v.`)
 	flags.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Format of the daemon's logs on stderr: "text" or "json".`)
+	// Renamed flags keep working, hidden; Complete warns on stderr (pflag's
+	// own deprecation notice would go to stdout, which scripts parse).
+	for name := range deprecatedDescheduleFlags {
+		_ = flags.MarkHidden(name)
+	}
 
 	o.PrintFlags.AddFlags(cmd)
 	output := flags.Lookup("output")
 	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table. A daemon prints each pass only when this is set.", strings.Join(o.outputFormats(), ", "))
 	for name, values := range map[string][]string{
-		"output":     append([]string{"wide"}, o.outputFormats()...),
-		"dry-run":    {"none", "client", "server"},
-		"estimator":  {estimatorProxy, estimatorKubeconfig},
-		"log-format": {"text", "json"},
+		"output":         append([]string{"wide"}, o.outputFormats()...),
+		"dry-run":        {"none", "client", "server"},
+		"estimator":      {estimatorProxy, estimatorKubeconfig},
+		"logging-format": {"text", "json"},
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
@@ -285,6 +332,19 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("--karmada-context %q and --context %q disagree; give only one of them", f.Value.String(), c.Value.String())
 		}
 		*o.ConfigFlags.Context = f.Value.String()
+	}
+
+	o.leaderElectSet = cmd.Flags().Changed("leader-elect")
+	for _, name := range slices.Sorted(maps.Keys(deprecatedDescheduleFlags)) {
+		if cmd.Flags().Changed(name) {
+			fmt.Fprintf(o.ErrOut, "Flag --%s has been deprecated, use --%s\n", name, deprecatedDescheduleFlags[name])
+		}
+	}
+	// "0" turns a server off, as in karmada-descheduler.
+	for _, addr := range []*string{&o.MetricsBindAddress, &o.HealthProbeBindAddress} {
+		if *addr == "0" {
+			*addr = ""
+		}
 	}
 
 	dryRun, err := deschedule.ParseDryRun(o.DryRunFlag)
@@ -369,7 +429,7 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("invalid --log-format %q: use text or json", format)
+	return nil, fmt.Errorf("invalid --logging-format %q: use text or json", format)
 }
 
 // Validate checks that the flags make sense together.
@@ -382,10 +442,14 @@ func (o *DescheduleOptions) Validate() error {
 		return fmt.Errorf("--unschedulable-threshold must be 0 or positive, got %s: it is how long a pod must have been unschedulable to count (karmada-descheduler's default is 5m)", o.UnschedulableThreshold)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout must be greater than zero, got %s", o.Timeout)
-	case o.LeaderElect && !daemon:
+	case o.leaderElectSet && o.LeaderElect && !daemon:
 		return errors.New("--leader-elect needs --interval: a single pass does not take a lease")
 	case o.MetricsBindAddress != "" && !daemon:
 		return errors.New("--metrics-bind-address needs --interval: a single pass serves no metrics")
+	case o.HealthProbeBindAddress != "" && !daemon:
+		return errors.New("--health-probe-bind-address needs --interval: a single pass serves no probes")
+	case o.Force && !daemon:
+		return errors.New("--force needs --interval: only the daemon checks for a running karmada-descheduler")
 	case o.Estimator != estimatorProxy && o.Estimator != estimatorKubeconfig:
 		return fmt.Errorf("invalid --estimator %q: use proxy or kubeconfig", o.Estimator)
 	case o.MemberKubeconfig != "" && o.Estimator != estimatorKubeconfig:
@@ -425,50 +489,101 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return withExitCode(ExitError, fmt.Errorf("cannot read the host name: %w", err))
 	}
-	descheduler, err := o.descheduler(host)
+	kube, err := kubernetes.NewForConfig(o.restConfig)
+	if err != nil {
+		return withExitCode(ExitError, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err))
+	}
+	if o.Interval <= 0 {
+		// A single pass writes its events one by one, so that it knows
+		// they are stored before it exits and reports those refused.
+		events := deschedule.NewEventClient(kube, deschedule.EventComponent)
+		events.Host = host
+		descheduler, err := o.descheduler(events)
+		if err != nil {
+			return withExitCode(ExitError, err)
+		}
+		return o.runOnce(ctx, descheduler)
+	}
+
+	// A daemon records events through client-go's recorder, as Kubernetes
+	// components do: repeated events are aggregated and counted, floods are
+	// rate-limited per object, and writes happen in the background. On the
+	// way out it waits a while for the events of its last pass.
+	events := deschedule.NewEventRecorder(kube, deschedule.EventComponent, host)
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
+		defer cancel()
+		if err := events.Flush(flushCtx); err != nil {
+			o.logger.Warn("some events may not have been recorded", "err", err)
+		}
+		events.Shutdown()
+	}()
+	descheduler, err := o.descheduler(events)
 	if err != nil {
 		return withExitCode(ExitError, err)
 	}
-	if o.Interval <= 0 {
-		return o.runOnce(ctx, descheduler)
-	}
+
 	// The Lease gets a client of its own: a pass writing many events must
 	// not make the renewals wait for the rate limiter and lose the Lease.
+	// The client notes the server's clock, to tell whether a Lease another
+	// program holds is still fresh.
+	clock := rebalance.NewServerClock()
 	leaseConfig := rest.CopyConfig(o.restConfig)
 	leaseConfig.UserAgent += " leader-election"
+	leaseConfig.Wrap(clock.Wrap)
 	leases, err := kubernetes.NewForConfig(leaseConfig)
 	if err != nil {
 		return withExitCode(ExitError, fmt.Errorf("cannot build a client for the leader election Lease: %w", err))
 	}
+	if err := o.checkKarmadaDescheduler(ctx, leases, clock.Now); err != nil {
+		return withExitCode(ExitError, err)
+	}
 	return o.runDaemon(ctx, descheduler, leases, o.identity(host))
 }
 
-// identity names this process in the Lease: the host name (the pod name
-// in a cluster) and a random suffix, unless --leader-elect-identity is set.
-func (o *DescheduleOptions) identity(host string) string {
-	if o.LeaderElectIdentity != "" {
-		return o.LeaderElectIdentity
+// checkKarmadaDescheduler refuses to start while a karmada-descheduler holds
+// its Lease, unless --force. The Lease checked is karmada-descheduler's in
+// the lease namespace, whatever --leader-elect-resource-name says: a daemon
+// on a Lease of its own would run beside karmada-descheduler.
+func (o *DescheduleOptions) checkKarmadaDescheduler(ctx context.Context, leases kubernetes.Interface, serverNow func() (time.Time, bool)) error {
+	found, err := deschedule.FindForeignLeader(ctx, leases, o.LeaderElectNamespace, deschedule.DefaultLeaseName, serverNow)
+	if err != nil || found == nil {
+		return err
 	}
-	return host + "_" + string(uuid.NewUUID())
+	if !o.Force {
+		return found
+	}
+	if o.LeaderElect && o.LeaderElectName == deschedule.DefaultLeaseName {
+		o.logger.Warn("karmada-descheduler holds its lease; --force: standing by on the same lease until it stops",
+			"lease", found.Namespace+"/"+found.Name, "holder", found.Holder)
+	} else {
+		o.logger.Warn("karmada-descheduler holds its lease; --force: descheduling beside it, both may evict the same replicas",
+			"lease", found.Namespace+"/"+found.Name, "holder", found.Holder)
+	}
+	return nil
 }
 
-// descheduler wires the engine to the Karmada apiserver and the member
-// clusters; host names this process in events.
-func (o *DescheduleOptions) descheduler(host string) (*deschedule.Descheduler, error) {
+// identity names this process in the Lease: the host name (the pod name
+// in a cluster) and a random suffix, unless --leader-elect-identity is set,
+// after the prefix that marks kubectl-rebalance's daemons.
+func (o *DescheduleOptions) identity(host string) string {
+	if o.LeaderElectIdentity != "" {
+		return deschedule.HolderIdentity(o.LeaderElectIdentity)
+	}
+	return deschedule.HolderIdentity(host + "_" + string(uuid.NewUUID()))
+}
+
+// descheduler wires the engine to the Karmada apiserver, the member
+// clusters and events.
+func (o *DescheduleOptions) descheduler(events deschedule.EventWriter) (*deschedule.Descheduler, error) {
 	karmada, err := karmadaclient.NewForConfig(o.restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("cannot build a Karmada client: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(o.restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err)
 	}
 	pods, err := o.podSource()
 	if err != nil {
 		return nil, err
 	}
-	events := deschedule.NewEventClient(kube, deschedule.EventComponent)
-	events.Host = host
 	opts := deschedule.Options{
 		Namespace:              o.Namespace,
 		WorkloadSelector:       o.LabelSelector,
@@ -608,14 +723,30 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
-	var served <-chan error
-	if o.MetricsBindAddress != "" {
-		addr, done, err := deschedule.Serve(serveCtx, o.MetricsBindAddress, health.Handler(reg), log)
+	var served []<-chan error
+	serve := func(addr, flag, what string, handler http.Handler) error {
+		bound, done, err := deschedule.Serve(serveCtx, addr, flag, handler, log)
 		if err != nil {
-			return withExitCode(ExitError, err)
+			return err
 		}
-		served = done
-		log.Info("serving metrics and health", "address", addr.String())
+		served = append(served, done)
+		log.Info("serving "+what, "address", bound.String())
+		return nil
+	}
+	var serveErr error
+	switch {
+	case o.MetricsBindAddress != "" && o.MetricsBindAddress == o.HealthProbeBindAddress:
+		serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics and probes", health.Handler(reg))
+	default:
+		if o.MetricsBindAddress != "" {
+			serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics", deschedule.MetricsHandler(reg))
+		}
+		if serveErr == nil && o.HealthProbeBindAddress != "" {
+			serveErr = serve(o.HealthProbeBindAddress, "health-probe-bind-address", "probes", health.ProbeHandler())
+		}
+	}
+	if serveErr != nil {
+		return withExitCode(ExitError, serveErr)
 	}
 
 	opts := deschedule.DaemonOptions{
@@ -643,9 +774,9 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		"unschedulableThreshold", o.UnschedulableThreshold.String(), "interval", o.Interval.String(), "leaderElect", o.LeaderElect)
 	runErr := d.Run(ctx, opts)
 	stopServing()
-	if served != nil {
-		if err := <-served; err != nil {
-			log.Error("metrics server failed", "err", err)
+	for _, done := range served {
+		if err := <-done; err != nil {
+			log.Error("metrics or probe server failed", "err", err)
 		}
 	}
 	if runErr != nil {

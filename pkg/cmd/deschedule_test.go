@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
@@ -68,10 +69,15 @@ func TestDescheduleRejectsBadInput(t *testing.T) {
 		{name: "limits", args: []string{"--max-replicas-per-pass=-2"}, want: "must be 0 (no limit) or positive, got -2 and 0"},
 		{name: "qps", args: []string{"--qps=0"}, want: "--qps and --burst must be greater than zero"},
 		{name: "lease timings", args: []string{"--interval=1m", "--leader-elect", "--leader-elect-renew-deadline=20s"}, want: "--leader-elect-lease-duration (15s) > --leader-elect-renew-deadline (20s)"},
-		{name: "log format", args: []string{"--log-format=xml"}, want: `invalid --log-format "xml": use text or json`},
+		{name: "log format", args: []string{"--logging-format=xml"}, want: `invalid --logging-format "xml": use text or json`},
+		{name: "deprecated log format", args: []string{"--log-format=xml"}, want: "Flag --log-format has been deprecated, use --logging-format\nerror: invalid --logging-format \"xml\": use text or json"},
+		{name: "probes without interval", args: []string{"--health-probe-bind-address=:10358"}, want: "--health-probe-bind-address needs --interval"},
+		{name: "force without interval", args: []string{"--force"}, want: "--force needs --interval"},
+		{name: "karmada's interval name", args: []string{"--descheduling-interval=-2m"}, want: "--interval must be positive, or 0 for a single pass; got -2m0s"},
+		{name: "karmada's qps name", args: []string{"--kube-api-qps=0"}, want: "--qps and --burst must be greater than zero"},
 		{name: "excluded namespace selected", args: []string{"--exclude-namespace=kube-system,shop"}, want: "namespace shop is both selected (-n or the kubeconfig) and excluded (--exclude-namespace); use -A"},
 		{name: "selector", args: []string{"-l", "a in (b"}, want: `invalid workload label selector "a in (b"`},
-		{name: "unknown flag", args: []string{"--descheduling-interval=2m"}, want: "unknown flag: --descheduling-interval"},
+		{name: "unknown flag", args: []string{"--scheduler-estimator-port=10352"}, want: "unknown flag: --scheduler-estimator-port"},
 		{name: "contexts disagree", args: []string{"--context=a", "--karmada-context=b"}, want: `--karmada-context "b" and --context "a" disagree`},
 	}
 	for _, tt := range tests {
@@ -79,7 +85,7 @@ func TestDescheduleRejectsBadInput(t *testing.T) {
 			code, stdout, stderr := runDeschedule(t, append([]string{"deschedule", kubeconfig}, tt.args...)...)
 			assert.Equal(t, ExitError, code)
 			assert.Empty(t, stdout)
-			assert.True(t, strings.HasPrefix(stderr, "error: "), stderr)
+			assert.True(t, strings.HasPrefix(stderr, "error: ") || strings.HasPrefix(stderr, "Flag --"), stderr)
 			assert.Contains(t, stderr, tt.want)
 		})
 	}
@@ -100,7 +106,8 @@ func TestDescheduleHelp(t *testing.T) {
 	assert.Contains(t, stdout, "Usage:\n  kubectl rebalance deschedule [--interval DURATION]")
 	assert.Contains(t, stdout, "  kubectl rebalance deschedule --dry-run=client\n")
 	for _, flag := range []string{"--unschedulable-threshold", "--estimator", "--member-kubeconfig", "--max-replicas-per-pass", "--max-replicas-per-cluster",
-		"--exclude-namespace", "--leader-elect-namespace", "--metrics-bind-address", "--no-headers", "--kubeconfig", "--karmada-context", "--namespace"} {
+		"--exclude-namespace", "--leader-elect-resource-namespace", "--metrics-bind-address", "--health-probe-bind-address", "--descheduling-interval",
+		"--logging-format", "--kube-api-qps", "--force", "-v, --v", "--no-headers", "--kubeconfig", "--karmada-context", "--namespace"} {
 		assert.Contains(t, stdout, flag)
 	}
 }
@@ -152,4 +159,60 @@ func TestDescheduleInheritsKubeconfigFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDescheduleKarmadaFlags checks that karmada-descheduler's flag names
+// set the same options as ours, that renamed flags keep working with a
+// deprecation notice, and karmada-descheduler's defaults.
+func TestDescheduleKarmadaFlags(t *testing.T) {
+	kubeconfig := descheduleKubeconfig(t)
+	parse := func(t *testing.T, args ...string) *DescheduleOptions {
+		t.Helper()
+		streams, _, _, _ := genericiooptions.NewTestIOStreams()
+		root := NewCmdRebalance(streams)
+		o := NewDescheduleOptions(streams)
+		for _, c := range root.Commands() {
+			if c.Name() == "deschedule" {
+				c.RunE = func(c *cobra.Command, _ []string) error {
+					f := c.Flags()
+					o.Interval, _ = f.GetDuration("interval")
+					o.QPS, _ = f.GetFloat32("qps")
+					o.Burst, _ = f.GetInt("burst")
+					o.LeaderElect, _ = f.GetBool("leader-elect")
+					o.LeaderElectNamespace, _ = f.GetString("leader-elect-resource-namespace")
+					o.LeaderElectName, _ = f.GetString("leader-elect-resource-name")
+					o.LogFormat, _ = f.GetString("logging-format")
+					return nil
+				}
+			}
+		}
+		root.SetArgs(append([]string{"deschedule", "--kubeconfig", kubeconfig}, args...))
+		require.NoError(t, root.Execute())
+		return o
+	}
+
+	o := parse(t)
+	assert.True(t, o.LeaderElect, "leader election is on by default")
+	assert.Equal(t, "karmada-system", o.LeaderElectNamespace)
+	assert.Equal(t, "karmada-descheduler", o.LeaderElectName, "karmada-descheduler's Lease")
+
+	o = parse(t, "--descheduling-interval=2m", "--kube-api-qps=40", "--kube-api-burst=60", "--leader-elect=false",
+		"--leader-elect-resource-namespace=ops", "--logging-format=json")
+	assert.Equal(t, 2*time.Minute, o.Interval)
+	assert.Equal(t, float32(40), o.QPS)
+	assert.Equal(t, 60, o.Burst)
+	assert.False(t, o.LeaderElect)
+	assert.Equal(t, "ops", o.LeaderElectNamespace)
+	assert.Equal(t, "json", o.LogFormat)
+
+	o = parse(t, "--leader-elect-namespace=old", "--leader-elect-name=mine", "--log-format=json")
+	assert.Equal(t, "old", o.LeaderElectNamespace)
+	assert.Equal(t, "mine", o.LeaderElectName)
+	assert.Equal(t, "json", o.LogFormat)
+
+	// The real command warns about the old names, on stderr.
+	_, stdout, stderr := runDeschedule(t, "deschedule", "--kubeconfig", kubeconfig, "--leader-elect-namespace=old", "--log-format=json", "--interval=-1s")
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "Flag --leader-elect-namespace has been deprecated, use --leader-elect-resource-namespace\n")
+	assert.Contains(t, stderr, "Flag --log-format has been deprecated, use --logging-format\n")
 }

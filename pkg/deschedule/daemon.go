@@ -13,10 +13,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// Leader election defaults, the same as karmada-descheduler's.
+// Leader election defaults, the same as karmada-descheduler's, Lease
+// included: sharing its Lease means that this daemon and karmada-descheduler
+// are never active at the same time, whichever starts first.
 const (
 	DefaultLeaseNamespace = "karmada-system"
-	DefaultLeaseName      = "kubectl-rebalance-deschedule"
+	DefaultLeaseName      = "karmada-descheduler"
 	DefaultLeaseDuration  = 15 * time.Second
 	DefaultRenewDeadline  = 10 * time.Second
 	DefaultRetryPeriod    = 2 * time.Second

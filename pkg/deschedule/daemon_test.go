@@ -176,12 +176,37 @@ func TestHealthEndpoints(t *testing.T) {
 	assert.Contains(t, body, "kubectl_rebalance_deschedule_")
 }
 
+// TestSeparateHandlers checks that probes and metrics can be served apart,
+// as with different --health-probe-bind-address and --metrics-bind-address.
+func TestSeparateHandlers(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	_, err := NewMetrics(reg)
+	require.NoError(t, err)
+	h := NewHealth(false)
+	h.setReady(true)
+	probes := httptest.NewServer(h.ProbeHandler())
+	defer probes.Close()
+	metrics := httptest.NewServer(MetricsHandler(reg))
+	defer metrics.Close()
+	status := func(base, path string) int {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, status(probes.URL, "/healthz"))
+	assert.Equal(t, http.StatusOK, status(probes.URL, "/readyz"))
+	assert.Equal(t, http.StatusNotFound, status(probes.URL, "/metrics"))
+	assert.Equal(t, http.StatusOK, status(metrics.URL, "/metrics"))
+	assert.Equal(t, http.StatusNotFound, status(metrics.URL, "/healthz"))
+}
+
 func TestServeReportsBusyPort(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done, err := Serve(ctx, "127.0.0.1:0", http.NotFoundHandler(), nil)
+	addr, done, err := Serve(ctx, "127.0.0.1:0", "metrics-bind-address", http.NotFoundHandler(), nil)
 	require.NoError(t, err)
-	_, _, err = Serve(ctx, addr.String(), http.NotFoundHandler(), nil)
-	assert.ErrorContains(t, err, "cannot serve metrics on "+addr.String()+", choose another --metrics-bind-address")
+	_, _, err = Serve(ctx, addr.String(), "health-probe-bind-address", http.NotFoundHandler(), nil)
+	assert.ErrorContains(t, err, "cannot listen on "+addr.String()+", choose another --health-probe-bind-address")
 	cancel()
 	assert.NoError(t, <-done)
 }

@@ -3,6 +3,7 @@ package deschedule
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -10,16 +11,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 )
 
-// EventComponent is the event source component of this descheduler. The
-// original uses "karmada-descheduler"; a distinct name keeps the two apart
-// when both run against one control plane.
+// EventComponent is the event source component (and reporting controller)
+// of this descheduler. It is deliberately not karmada-descheduler's
+// ("karmada-descheduler"): an event says which program changed the binding,
+// and during a takeover (--force) or a manual pass both may act on one
+// control plane. The reasons are karmada-descheduler's, so alerts keyed on
+// them keep working; select on the source to tell the two apart.
 const EventComponent = "kubectl-rebalance-deschedule"
 
 // Event reasons, the same as karmada-descheduler's so that existing alerts
@@ -37,7 +43,7 @@ type EventWriter interface {
 
 // EventScheme knows the Karmada binding types, so that events can name a
 // ResourceBinding whose TypeMeta is empty (as typed clients return them).
-// Pass it to record.EventBroadcaster.NewRecorder when using RecorderEvents.
+// EventRecorder passes it to its broadcaster's recorder.
 func EventScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	// Both installers only fail on programming errors in generated code.
@@ -50,19 +56,99 @@ func EventScheme() *runtime.Scheme {
 	return scheme
 }
 
-type recorderEvents struct{ recorder record.EventRecorder }
-
-// RecorderEvents adapts a client-go EventRecorder. Events then go through
-// client-go's aggregation and spam filter, like the original's, and are
-// written in the background: this suits a long-running process that shuts
-// its broadcaster down on exit.
-func RecorderEvents(recorder record.EventRecorder) EventWriter {
-	return recorderEvents{recorder: recorder}
+// EventRecorder records events through client-go's event broadcaster, as
+// Kubernetes components do: repeated events are aggregated and counted,
+// floods about one object are rate-limited, and events are written in the
+// background with client-go's retries. Flush waits for the writes, so that a
+// daemon that stops does not lose the events of its last pass.
+type EventRecorder struct {
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	sink        *flushSink
 }
 
-func (r recorderEvents) WriteEvent(_ context.Context, object runtime.Object, eventType, reason, message string) error {
+// NewEventRecorder starts a broadcaster writing events through kube as
+// component on host. Call Shutdown when done.
+func NewEventRecorder(kube kubernetes.Interface, component, host string) *EventRecorder {
+	sink := &flushSink{
+		EventSink: &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")},
+		waiting:   map[string]chan struct{}{},
+	}
+	// The broadcaster's context is not the daemon's: a stop request must
+	// not cancel the writes that Flush waits for.
+	broadcaster := record.NewBroadcaster(record.WithContext(context.Background()))
+	broadcaster.StartRecordingToSink(sink)
+	return &EventRecorder{
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(EventScheme(), corev1.EventSource{Component: component, Host: host}),
+		sink:        sink,
+	}
+}
+
+// WriteEvent implements EventWriter; the event is written in the background.
+func (r *EventRecorder) WriteEvent(_ context.Context, object runtime.Object, eventType, reason, message string) error {
 	r.recorder.Event(object, eventType, reason, message)
 	return nil
+}
+
+// Flush returns once every event recorded before it has been written (or
+// given up by client-go's retries), or when ctx ends. It sends a marker
+// through the broadcaster, which handles events one at a time in order, and
+// waits for the marker to reach the sink; the sink swallows it.
+func (r *EventRecorder) Flush(ctx context.Context) error {
+	name := string(uuid.NewUUID())
+	done := r.sink.expect(name)
+	// A new object per marker: never aggregated with, or rate-limited
+	// like, an earlier marker.
+	r.recorder.Event(&corev1.ObjectReference{Kind: flushKind, Namespace: metav1.NamespaceDefault, Name: name}, corev1.EventTypeNormal, flushKind, "")
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		r.sink.forget(name)
+		return fmt.Errorf("events were still being written when the wait ended: %w", ctx.Err())
+	}
+}
+
+// Shutdown stops the broadcaster; events not yet written are dropped.
+func (r *EventRecorder) Shutdown() { r.broadcaster.Shutdown() }
+
+// flushKind marks the events Flush sends; they never reach the API server.
+const flushKind = "KubectlRebalanceFlush"
+
+// flushSink passes events to the API server, except Flush's markers, which
+// it reports instead.
+type flushSink struct {
+	record.EventSink
+	mu      sync.Mutex
+	waiting map[string]chan struct{}
+}
+
+func (s *flushSink) expect(name string) <-chan struct{} {
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.waiting[name] = done
+	s.mu.Unlock()
+	return done
+}
+
+func (s *flushSink) forget(name string) {
+	s.mu.Lock()
+	delete(s.waiting, name)
+	s.mu.Unlock()
+}
+
+func (s *flushSink) Create(event *corev1.Event) (*corev1.Event, error) {
+	if event.InvolvedObject.Kind != flushKind {
+		return s.EventSink.Create(event)
+	}
+	s.mu.Lock()
+	if done, ok := s.waiting[event.InvolvedObject.Name]; ok {
+		close(done)
+		delete(s.waiting, event.InvolvedObject.Name)
+	}
+	s.mu.Unlock()
+	return event, nil
 }
 
 // EventClient writes core/v1 Events synchronously, one Create per event, so

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/reference"
 )
 
@@ -57,9 +56,42 @@ func TestEventClientReportsRefusal(t *testing.T) {
 	assert.ErrorContains(t, err, "forbidden")
 }
 
-func TestRecorderEvents(t *testing.T) {
-	fr := record.NewFakeRecorder(2)
-	w := RecorderEvents(fr)
-	require.NoError(t, w.WriteEvent(context.Background(), newBinding("default", "web"), corev1.EventTypeNormal, ReasonDescheduleSucceed, "moved"))
-	assert.Equal(t, "Normal DescheduleBindingSucceed moved", <-fr.Events)
+// TestEventRecorderFlush records events through client-go's broadcaster
+// and checks that Flush returns only once they are stored, with this
+// descheduler's source, and that its marker never reaches the server.
+func TestEventRecorderFlush(t *testing.T) {
+	kube := fake.NewClientset()
+	r := NewEventRecorder(kube, EventComponent, "host-1")
+	defer r.Shutdown()
+	for _, name := range []string{"a", "b", "c"} {
+		rb := newBinding("team-a", name, cluster{"m1", 1, 1})
+		require.NoError(t, r.WriteEvent(context.Background(), rb, corev1.EventTypeNormal, ReasonDescheduleSucceed, "moved"))
+		require.NoError(t, r.WriteEvent(context.Background(), templateReference(rb), corev1.EventTypeNormal, ReasonDescheduleSucceed, "moved"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, r.Flush(ctx))
+
+	events, err := kube.CoreV1().Events("team-a").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, events.Items, 6)
+	for _, e := range events.Items {
+		assert.Equal(t, corev1.EventSource{Component: EventComponent, Host: "host-1"}, e.Source)
+		assert.Equal(t, ReasonDescheduleSucceed, e.Reason)
+	}
+	markers, err := kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, markers.Items, "the flush marker is never written")
+
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	assert.Error(t, stoppedRecorder(t).Flush(stopped))
+}
+
+// stoppedRecorder is a recorder whose broadcaster is shut down,
+// so that a Flush can only end with its context.
+func stoppedRecorder(t *testing.T) *EventRecorder {
+	r := NewEventRecorder(fake.NewClientset(), EventComponent, "")
+	r.Shutdown()
+	return r
 }

@@ -85,23 +85,41 @@ func (h *Health) readyz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = fmt.Fprintln(w, "ok ("+role+")")
 }
 
-// Handler serves /metrics from gatherer, /healthz and /readyz.
+// Handler serves /metrics from gatherer, /healthz and /readyz: one server
+// for both, when the metrics and probe addresses are the same.
 func (h *Health) Handler(gatherer prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", MetricsHandler(gatherer))
 	mux.HandleFunc("/healthz", h.healthz)
 	mux.HandleFunc("/readyz", h.readyz)
 	return mux
 }
 
+// ProbeHandler serves /healthz and /readyz only, for
+// --health-probe-bind-address.
+func (h *Health) ProbeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", h.healthz)
+	mux.HandleFunc("/readyz", h.readyz)
+	return mux
+}
+
+// MetricsHandler serves Prometheus /metrics from gatherer only, for
+// --metrics-bind-address.
+func MetricsHandler(gatherer prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	return mux
+}
+
 // Serve listens on addr at once, so that a busy port is reported before the
-// daemon starts, and serves handler until ctx ends. It returns the bound
-// address and a channel that yields the server's error, or nil, once it has
-// shut down.
-func Serve(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) (net.Addr, <-chan error, error) {
+// daemon starts, and serves handler until ctx ends; flag names the option
+// that chose addr, for the error. It returns the bound address and a channel
+// that yields the server's error, or nil, once it has shut down.
+func Serve(ctx context.Context, addr, flag string, handler http.Handler, logger *slog.Logger) (net.Addr, <-chan error, error) {
 	listener, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot serve metrics on %s, choose another --metrics-bind-address: %w", addr, err)
+		return nil, nil, fmt.Errorf("cannot listen on %s, choose another --%s: %w", addr, flag, err)
 	}
 	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
@@ -117,7 +135,7 @@ func Serve(ctx context.Context, addr string, handler http.Handler, logger *slog.
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := server.Shutdown(shutdownCtx); err != nil && logger != nil {
-			logger.Warn("metrics server did not shut down cleanly", "err", err)
+			logger.Warn("server did not shut down cleanly", "address", addr, "err", err)
 		}
 	}()
 	return listener.Addr(), done, nil

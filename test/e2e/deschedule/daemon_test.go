@@ -93,13 +93,19 @@ type daemon struct {
 // startDaemon starts the binary with JSON logs against the control plane.
 func (e *env) startDaemon(name string, args ...string) *daemon {
 	e.t.Helper()
-	return e.startProcess(name, append([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--log-format=json"}, args...)...)
+	return e.startProcess(name, append([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--logging-format=json"}, args...)...)
 }
 
 // startProcess starts the binary with exactly args.
 func (e *env) startProcess(name string, args ...string) *daemon {
 	e.t.Helper()
-	d := &daemon{t: e.t, name: name, cmd: exec.Command(pluginBinary(e.t), args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	return e.startBinary(name, pluginBinary(e.t), args...)
+}
+
+// startBinary starts the program at path with args.
+func (e *env) startBinary(name, path string, args ...string) *daemon {
+	e.t.Helper()
+	d := &daemon{t: e.t, name: name, cmd: exec.Command(path, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	d.cmd.Stdout = io.Discard
 	d.cmd.Stderr = d.stderr
 	require.NoError(e.t, d.cmd.Start())
@@ -183,10 +189,11 @@ func (d *daemon) stop(sig os.Signal, timeout time.Duration) int {
 	}
 }
 
-// endpoint is the address the daemon serves metrics and health on.
+// endpoint is the address the daemon serves metrics and probes on (the
+// tests give both the same address).
 func (d *daemon) endpoint() string {
 	d.t.Helper()
-	line := d.waitLog("serving metrics and health", time.Minute)
+	line := d.waitLog("serving metrics and probes", time.Minute)
 	return "http://" + line["address"].(string)
 }
 
@@ -242,19 +249,19 @@ func TestDescheduleLeaderElection(t *testing.T) {
 	e.stuck("member3", 1, "web")
 	args := []string{
 		"-n", e.ns, "--interval=1s", "--dry-run=client", "--unschedulable-threshold=0s",
-		"--leader-elect", "--leader-elect-namespace", e.ns,
+		"--leader-elect", "--leader-elect-resource-namespace", e.ns,
 		// Long enough that an unreleased lease would show: 20s.
 		"--leader-elect-lease-duration=20s", "--leader-elect-renew-deadline=15s", "--leader-elect-retry-period=500ms",
-		"--metrics-bind-address=127.0.0.1:0",
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
 	}
 	a := e.startDaemon("a", append(args, "--leader-elect-identity=a")...)
 	e.eventually("a leading", func() (bool, string) {
 		h := e.holder(e.ns, deschedule.DefaultLeaseName)
-		return h == "a", "holder " + h
+		return h == deschedule.HolderIdentity("a"), "holder " + h
 	})
 	b := e.startDaemon("b", append(args, "--leader-elect-identity=b")...)
 	standby := b.waitLog("standing by", time.Minute)
-	assert.Equal(t, "a", standby["leader"])
+	assert.Equal(t, deschedule.HolderIdentity("a"), standby["leader"])
 
 	a.waitLog("pass finished", time.Minute)
 	time.Sleep(3 * time.Second)
@@ -279,7 +286,7 @@ func TestDescheduleLeaderElection(t *testing.T) {
 	a.waitLog("released the lease", time.Second)
 	e.eventually("b leading", func() (bool, string) {
 		h := e.holder(e.ns, deschedule.DefaultLeaseName)
-		return h == "b", "holder " + h
+		return h == deschedule.HolderIdentity("b"), "holder " + h
 	})
 	assert.Less(t, time.Since(stopped), 15*time.Second, "the standby took over before the 20s lease ran out")
 	b.waitLog("pass finished", time.Minute)
@@ -301,7 +308,7 @@ func TestDescheduleSignals(t *testing.T) {
 	names := []string{"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}
 	e.stuck("member2", 1, names...)
 
-	d := e.startDaemon("slow", "-n", e.ns, "--interval=1h", "--unschedulable-threshold=0s", "--qps=1", "--burst=1")
+	d := e.startDaemon("slow", "-n", e.ns, "--interval=1h", "--unschedulable-threshold=0s", "--qps=1", "--burst=1", "--leader-elect=false")
 	e.eventually("a first binding written", func() (bool, string) {
 		for _, name := range names {
 			if len(e.events("ResourceBinding", name+"-deployment")) > 0 {
@@ -328,7 +335,7 @@ func TestDescheduleSignals(t *testing.T) {
 	assert.GreaterOrEqual(t, written, 1)
 	assert.Less(t, written, len(names), "the stop came before the last binding")
 
-	idle := e.startDaemon("idle", "-n", e.ns, "--interval=1h", "--dry-run=client")
+	idle := e.startDaemon("idle", "-n", e.ns, "--interval=1h", "--dry-run=client", "--leader-elect=false")
 	idle.waitLog("pass finished", time.Minute)
 	start := time.Now()
 	assert.Equal(t, 0, idle.stop(syscall.SIGTERM, 10*time.Second))

@@ -166,7 +166,7 @@ func TestDescheduleRBAC(t *testing.T) {
 	}()
 	e.eventually("the ServiceAccount holding the lease", func() (bool, string) {
 		h := e.holder(deschedule.DefaultLeaseNamespace, deschedule.DefaultLeaseName)
-		return h == "rbac-test", "holder " + h
+		return h == deschedule.HolderIdentity("rbac-test"), "holder " + h
 	})
 	stop()
 	select {
@@ -268,6 +268,9 @@ func TestDescheduleRBAC(t *testing.T) {
 				arg = "--leader-elect-identity=deschedule-7d9f-abcde"
 			case strings.HasPrefix(arg, "--metrics-bind-address="):
 				arg = "--metrics-bind-address=127.0.0.1:0"
+			case strings.HasPrefix(arg, "--health-probe-bind-address="):
+				// The same address: one server the test can find.
+				arg = "--health-probe-bind-address=127.0.0.1:0"
 			}
 			args = append(args, arg)
 		}
@@ -275,7 +278,7 @@ func TestDescheduleRBAC(t *testing.T) {
 	require.Contains(t, args, "--leader-elect")
 	d := e.startProcess("in-cluster", append(args, "--dry-run=client")...)
 	d.waitLog("pass finished", time.Minute)
-	assert.Equal(t, "deschedule-7d9f-abcde", e.holder(deschedule.DefaultLeaseNamespace, deschedule.DefaultLeaseName))
+	assert.Equal(t, deschedule.HolderIdentity("deschedule-7d9f-abcde"), e.holder(deschedule.DefaultLeaseNamespace, deschedule.DefaultLeaseName))
 	code, body := d.get("/readyz")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "ok (leader)\n", body)

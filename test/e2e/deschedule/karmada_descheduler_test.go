@@ -1,0 +1,101 @@
+package deschedule
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+)
+
+var (
+	karmadaDeschedulerOnce sync.Once
+	karmadaDescheduler     string
+	karmadaDeschedulerErr  error
+)
+
+// karmadaDeschedulerBinary builds the real karmada-descheduler from the
+// Karmada module pinned in test/controlplane (the control-plane build has
+// already compiled nearly all of it).
+func karmadaDeschedulerBinary(t *testing.T) string {
+	t.Helper()
+	karmadaDeschedulerOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		dir, err := os.MkdirTemp("", "karmada-descheduler-")
+		if err != nil {
+			karmadaDeschedulerErr = err
+			return
+		}
+		karmadaDescheduler = filepath.Join(dir, "karmada-descheduler")
+		build := exec.Command("go", "build", "-o", karmadaDescheduler, "github.com/karmada-io/karmada/cmd/descheduler")
+		build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "controlplane")
+		if out, err := build.CombinedOutput(); err != nil {
+			karmadaDeschedulerErr = fmt.Errorf("go build karmada-descheduler: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, karmadaDeschedulerErr)
+	return karmadaDescheduler
+}
+
+// TestDescheduleBesideKarmadaDescheduler runs the real karmada-descheduler
+// with its Lease in the test's namespace. The daemon refuses to start while
+// it leads; with --force it stands by on the same Lease, never passes while
+// karmada-descheduler leads, and takes over once karmada-descheduler dies
+// (killed, so its Lease has to expire, as after a crash).
+func TestDescheduleBesideKarmadaDescheduler(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "beside-karmada")
+	e.stuck("member3", 1, "web")
+	timings := []string{"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}
+	kd := e.startBinary("karmada-descheduler", karmadaDeschedulerBinary(t), append([]string{
+		"--kubeconfig", e.cp.Kubeconfig, "--leader-elect-resource-namespace", e.ns,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--descheduling-interval=1h",
+	}, timings...)...)
+	var holder string
+	e.eventually("karmada-descheduler leading", func() (bool, string) {
+		holder = e.holder(e.ns, deschedule.DefaultLeaseName)
+		return holder != "", "no holder"
+	})
+	assert.False(t, strings.HasPrefix(holder, deschedule.IdentityPrefix), holder)
+
+	// karmada-descheduler's own flag names.
+	args := append([]string{"-n", e.ns, "--descheduling-interval=1s", "--dry-run=client", "--unschedulable-threshold=0s",
+		"--leader-elect-resource-namespace", e.ns}, timings...)
+	refused := e.startDaemon("refused", args...)
+	select {
+	case <-refused.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the daemon started beside karmada-descheduler:\n%s", refused.stderr.String())
+	}
+	assert.Equal(t, cmd.ExitError, refused.code)
+	assert.Contains(t, refused.stderr.String(), fmt.Sprintf("error: lease %s/karmada-descheduler is held by %q, which is not a kubectl-rebalance daemon", e.ns, holder))
+	assert.Contains(t, refused.stderr.String(), "pass --force")
+	assert.Empty(t, refused.logged("pass finished"))
+
+	forced := e.startDaemon("forced", append(args, "--force", "--leader-elect-identity=forced")...)
+	forced.waitLog("karmada-descheduler holds its lease; --force: standing by on the same lease until it stops", time.Minute)
+	standby := forced.waitLog("standing by", time.Minute)
+	assert.Equal(t, holder, standby["leader"])
+	time.Sleep(3 * time.Second)
+	assert.Empty(t, forced.logged("pass finished"), "never active while karmada-descheduler leads")
+	assert.Equal(t, holder, e.holder(e.ns, deschedule.DefaultLeaseName))
+
+	require.NoError(t, kd.cmd.Process.Kill())
+	e.eventually("the daemon leading", func() (bool, string) {
+		h := e.holder(e.ns, deschedule.DefaultLeaseName)
+		return h == deschedule.HolderIdentity("forced"), "holder " + h
+	})
+	forced.waitLog("pass finished", time.Minute)
+	assert.Equal(t, 0, forced.stop(syscall.SIGTERM, 30*time.Second))
+}
