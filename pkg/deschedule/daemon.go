@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -99,9 +100,10 @@ func (d *Descheduler) checkAccess(ctx context.Context) error {
 	return nil
 }
 
-// loop passes at once and then every Interval until ctx ends.
+// loop passes at once and then Interval after each pass ends, until ctx
+// ends.
 func (d *Descheduler) loop(ctx context.Context, opts DaemonOptions) {
-	for {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		result, err := d.Pass(ctx)
 		if result != nil {
 			// A stopped pass is still a pass: report what it did.
@@ -112,14 +114,7 @@ func (d *Descheduler) loop(ctx context.Context, opts DaemonOptions) {
 		if opts.OnPass != nil && (result != nil || ctx.Err() == nil) {
 			opts.OnPass(result, err)
 		}
-		timer := time.NewTimer(opts.Interval)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-	}
+	}, opts.Interval)
 }
 
 // runElected campaigns for the Lease and passes while holding it.

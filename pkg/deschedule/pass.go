@@ -496,7 +496,10 @@ func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time
 }
 
 // apply writes the plan in br.Rows to rb, re-reading and recomputing once
-// on a conflict, and records the events.
+// on a conflict, and records the events. The second attempt is written out
+// rather than left to retry.RetryOnConflict: it must first re-read the
+// binding and decide again (still a candidate? what plan now?), and each
+// of those answers ends the binding with an outcome of its own.
 func (d *Descheduler) apply(ctx context.Context, rb *workv1alpha2.ResourceBinding, br *BindingResult,
 	counter *clusterCounter, budget *budget, now time.Time) {
 	// The write outlives a stop request so that it is never cut half-way;

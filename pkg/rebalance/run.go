@@ -551,21 +551,25 @@ func (r *Runner) settleObservation(e *entry, check Observation, existing bool) {
 // backing off between attempts. An ended context leaves the entry pending
 // and is not an error.
 func (r *Runner) retry(ctx context.Context, e *entry, timedOut string, attempt func() (bool, error)) error {
-	backoff := r.Backoff
-	for {
+	var attemptErr error
+	err := wait.ExponentialBackoffWithContext(ctx, r.Backoff, func(context.Context) (bool, error) {
 		done, err := attempt()
-		if err != nil || done {
-			return err
-		}
-		if sleepContext(ctx, backoff.Step()) != nil {
-			if e.row.Message == "" {
-				e.row.Message = timedOut
-			} else {
-				e.row.Message = timedOut + "; last error: " + e.row.Message
-			}
-			return nil
-		}
+		attemptErr = err
+		return done, err
+	})
+	switch {
+	case attemptErr != nil:
+		return attemptErr
+	case err == nil:
+		return nil
 	}
+	// The context ended (or, in theory, the steps ran out): still pending.
+	if e.row.Message == "" {
+		e.row.Message = timedOut
+	} else {
+		e.row.Message = timedOut + "; last error: " + e.row.Message
+	}
+	return nil
 }
 
 // forEach runs fn on every entry with at most Workers at a time. The first
