@@ -132,6 +132,7 @@ type RebalanceOptions struct {
 	QPS            float32
 	Burst          int
 	recordOptions
+	predictionOptions
 
 	// Set by Complete.
 	Args             []string
@@ -241,6 +242,7 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second the client may send to the Karmada apiserver.")
 	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests the client may send at once before --qps applies; also the number of bindings handled in parallel.")
 	o.addRecordFlags(cmd)
+	addSelectionFlags(cmd, &o.Selection, "Rebalance only")
 
 	o.PrintFlags.AddFlags(cmd)
 	output := flags.Lookup("output")
@@ -282,7 +284,7 @@ func (o *RebalanceOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args 
 	if o.PrintFlags.OutputFormat != nil {
 		o.OutputFormat = *o.PrintFlags.OutputFormat
 	}
-	if o.OutputFormat != "" && o.OutputFormat != "wide" {
+	if o.OutputFormat != "" && o.OutputFormat != "wide" && !isReport(o.OutputFormat) {
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return outputError(o.OutputFormat, err, o.PrintFlags.AllowedFormats())
 		}
@@ -305,7 +307,7 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 	case o.QPS <= 0 || o.Burst <= 0:
 		return cmdutil.UsageErrorf(cmd, "--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
 	}
-	if o.printer == nil && o.OutputFormat != "" && o.OutputFormat != "wide" {
+	if o.printer == nil && o.OutputFormat != "" && o.OutputFormat != "wide" && !isReport(o.OutputFormat) {
 		return cmdutil.UsageErrorf(cmd, "invalid --output %q", o.OutputFormat)
 	}
 	return o.validateRecord(cmd)
@@ -328,8 +330,25 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.needsPrediction() {
+		predictCtx, cancel := context.WithDeadline(ctx, o.deadline)
+		err := o.selectTargets(predictCtx, resolved)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(resolved.Targets) == 0 && !o.Selection.IsZero() {
+			// The selection line on stderr said why nothing is rebalanced.
+			if isReport(o.OutputFormat) {
+				return o.printReport(&rebalance.Result{})
+			}
+			return nil
+		}
+	}
 	if plan, err := o.recordPlan(resolved); err != nil {
 		return withExitCode(ExitError, err)
+	} else if plan != nil && isReport(o.OutputFormat) {
+		return withExitCode(ExitError, fmt.Errorf("-o %s reports plain runs; a recorded run (--name, --ttl, --server-side or a WorkloadRebalancer manifest) is shown by 'kubectl rebalance get NAME'", o.OutputFormat))
 	} else if plan != nil {
 		return o.runRecorded(ctx, mapper, resolved, plan)
 	}

@@ -24,6 +24,10 @@ const rebalancerGeneration = 1
 // summary to stderr, so that stdout stays fit for scripts and kubectl apply.
 func (o *RebalanceOptions) print(result *rebalance.Result, resolved *rebalance.Resolved) error {
 	switch o.OutputFormat {
+	case rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
+		if err := o.printReport(result); err != nil {
+			return err
+		}
 	case "", "wide":
 		opts := rbprinters.RowPrintOptions{
 			Wide:          o.OutputFormat == "wide",
@@ -58,6 +62,7 @@ func (o *RebalanceOptions) print(result *rebalance.Result, resolved *rebalance.R
 		summary += " (server dry run)"
 	}
 	fmt.Fprintln(o.ErrOut, summary)
+	o.warnUnchangeable(result.Rows)
 	return nil
 }
 

@@ -1,0 +1,106 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// predictionOptions are the flags of kubectl rebalance that need a prediction
+// before the run: --to-cluster, --changed-only and the report outputs.
+type predictionOptions struct {
+	Selection predict.Selection
+	// predictions, by workload, are those made before the run; nil when
+	// nothing asked for them.
+	predictions map[rebalance.Workload]predict.Prediction
+}
+
+// isReport reports whether -o asks for the machine-readable report.
+func isReport(format string) bool {
+	return format == rbprinters.OutputReportJSON || format == rbprinters.OutputReportYAML
+}
+
+// needsPrediction reports whether the run has to predict first. A plain run
+// does not: it costs no request more than the triggers need.
+func (o *RebalanceOptions) needsPrediction() bool {
+	return !o.Selection.IsZero() || isReport(o.OutputFormat)
+}
+
+// selectTargets predicts the targets and, with --to-cluster or
+// --changed-only, keeps only the selected ones. It says on stderr how many
+// were selected.
+func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalance.Resolved) error {
+	if len(resolved.Rebalancers) > 0 && !o.Selection.IsZero() {
+		return withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
+			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
+	}
+	predictions, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorAuto)
+	if err != nil {
+		return err
+	}
+	o.predictions = make(map[rebalance.Workload]predict.Prediction, len(predictions))
+	for _, p := range predictions {
+		o.predictions[p.Workload] = p
+	}
+	if o.Selection.IsZero() {
+		return nil
+	}
+	selected := predict.Select(predictions, o.Selection)
+	keep := make(map[rebalance.Workload]bool, len(selected))
+	for _, p := range selected {
+		keep[p.Workload] = true
+	}
+	targets := resolved.Targets[:0:0]
+	for _, t := range resolved.Targets {
+		if keep[t.Workload] {
+			targets = append(targets, t)
+		}
+	}
+	resolved.Targets = targets
+	fmt.Fprintf(o.ErrOut, "%d of %d workload(s) selected by %s\n", len(selected), len(predictions), selectionText(o.Selection))
+	return nil
+}
+
+// selectionText names the selection flags given.
+func selectionText(sel predict.Selection) string {
+	var by []string
+	if sel.ToCluster != "" {
+		by = append(by, "--to-cluster "+sel.ToCluster)
+	}
+	if sel.ChangedOnly {
+		by = append(by, "--changed-only")
+	}
+	return strings.Join(by, " ")
+}
+
+// warnUnchangeable warns about workloads whose placement a fresh reschedule
+// cannot change, which the scheduler reports as Scheduled all the same.
+func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
+	var names []string
+	for _, row := range rows {
+		if row.Unchangeable != "" && row.Observation.Outcome != rebalance.OutcomeIgnored {
+			names = append(names, fmt.Sprintf("%s (%s)", rbprinters.WorkloadName(row.Workload), row.Unchangeable))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	const most = 5
+	more := ""
+	if len(names) > most {
+		more = fmt.Sprintf(" and %d more", len(names)-most)
+		names = names[:most]
+	}
+	fmt.Fprintf(o.ErrOut, "Warning: a fresh reschedule cannot change the placement of %s%s: it does not follow free capacity, so the trigger only repeats an ordinary scheduling pass; 'kubectl rebalance plan' shows which workloads would move\n",
+		strings.Join(names, ", "), more)
+}
+
+// printReport writes the report of a finished (or dry) run.
+func (o *RebalanceOptions) printReport(result *rebalance.Result) error {
+	report := rbprinters.RebalanceReport(result.Rows, o.predictions, o.Selection, o.DryRun != rebalance.DryRunNone, string(o.DryRun))
+	return rbprinters.PrintReport(o.Out, report, o.OutputFormat)
+}
