@@ -482,7 +482,7 @@ func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time
 		if in.IsCandidate() {
 			switch ix, ok := c.indexes[tc.Name]; {
 			case ok:
-				in.Unschedulable, in.CountErr = ix.CountUnschedulable(ref.Namespace, ref.Name, threshold, now)
+				in.Unschedulable, in.CountErr = ix.CountUnschedulable(ref.Namespace, ref.Name, threshold, ix.Now(now))
 			case c.errs[tc.Name] != nil:
 				in.CountErr = c.errs[tc.Name]
 			default:

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // PodSource reads the objects a pass needs from member clusters.
@@ -39,6 +41,10 @@ type ClientPodSource struct {
 
 	mu      sync.Mutex
 	clients map[string]kubernetes.Interface
+	// clocks read each member's time from the Date of its answers; they
+	// have a lock of their own, since clientFor asks for them under mu.
+	clockMu sync.Mutex
+	clocks  map[string]*rebalance.ServerClock
 }
 
 var _ PodSource = (*ClientPodSource)(nil)
@@ -49,7 +55,19 @@ const defaultPageSize = 500
 // NewClientPodSource returns a PodSource that asks clientFor for each member
 // cluster's client. It suits tests (fake clientsets) and custom wiring.
 func NewClientPodSource(clientFor func(cluster string) (kubernetes.Interface, error)) *ClientPodSource {
-	return &ClientPodSource{clientFor: clientFor, PageSize: defaultPageSize, clients: map[string]kubernetes.Interface{}}
+	return &ClientPodSource{clientFor: clientFor, PageSize: defaultPageSize, clients: map[string]kubernetes.Interface{}, clocks: map[string]*rebalance.ServerClock{}}
+}
+
+// clock returns the server clock of the member cluster named cluster.
+func (s *ClientPodSource) clock(cluster string) *rebalance.ServerClock {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	c, ok := s.clocks[cluster]
+	if !ok {
+		c = rebalance.NewServerClock()
+		s.clocks[cluster] = c
+	}
+	return c
 }
 
 // clusterProxyPathFormat is the aggregated-apiserver path that forwards
@@ -69,9 +87,12 @@ func ClusterProxyConfig(karmada *rest.Config, cluster string) *rest.Config {
 // NewProxyPodSource returns a PodSource that reaches every member cluster
 // through the Karmada cluster proxy, with the credentials of karmada.
 func NewProxyPodSource(karmada *rest.Config) *ClientPodSource {
-	s := NewClientPodSource(func(cluster string) (kubernetes.Interface, error) {
-		return kubernetes.NewForConfig(ClusterProxyConfig(karmada, cluster))
-	})
+	s := NewClientPodSource(nil)
+	s.clientFor = func(cluster string) (kubernetes.Interface, error) {
+		cfg := ClusterProxyConfig(karmada, cluster)
+		cfg.Wrap(s.clock(cluster).Wrap)
+		return kubernetes.NewForConfig(cfg)
+	}
 	s.hint = proxyHint
 	return s
 }
@@ -84,7 +105,8 @@ func NewKubeconfigPodSource(raw clientcmdapi.Config, contextFor func(cluster str
 	if contextFor == nil {
 		contextFor = func(cluster string) string { return cluster }
 	}
-	s := NewClientPodSource(func(cluster string) (kubernetes.Interface, error) {
+	s := NewClientPodSource(nil)
+	s.clientFor = func(cluster string) (kubernetes.Interface, error) {
 		name := contextFor(cluster)
 		if _, ok := raw.Contexts[name]; !ok {
 			return nil, fmt.Errorf("no kubeconfig context %q for member cluster %s: add one or read members through the Karmada proxy", name, cluster)
@@ -96,8 +118,9 @@ func NewKubeconfigPodSource(raw clientcmdapi.Config, contextFor func(cluster str
 		if configure != nil {
 			configure(cfg)
 		}
+		cfg.Wrap(s.clock(cluster).Wrap)
 		return kubernetes.NewForConfig(cfg)
-	})
+	}
 	s.hint = func(err error) string {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			return "grant the identity of this cluster's kubeconfig context list on deployments, replicasets and pods"
@@ -174,6 +197,9 @@ func (s *ClientPodSource) ListClusterObjects(ctx context.Context, cluster string
 		objs.Deployments = append(objs.Deployments, deployments...)
 		objs.ReplicaSets = append(objs.ReplicaSets, replicaSets...)
 		objs.Pods = append(objs.Pods, pods...)
+	}
+	if now, ok := s.clock(cluster).Now(); ok {
+		objs.ServerTime = now
 	}
 	return objs, nil
 }

@@ -24,12 +24,19 @@ type ClusterObjects struct {
 	Deployments []appsv1.Deployment
 	ReplicaSets []appsv1.ReplicaSet
 	Pods        []corev1.Pod
+	// ServerTime is a time the member's API server had certainly reached
+	// when the pods were listed, from the Date of its answers; zero when
+	// unknown. Pods' lastTransitionTime comes from the member's clock, so
+	// the unschedulable threshold is measured against it, never against
+	// this machine's clock.
+	ServerTime time.Time
 }
 
 // ClusterIndex answers unschedulable-count questions for many Deployments of
 // one member cluster from a single set of lists, without further API calls.
 type ClusterIndex struct {
 	cluster     string
+	serverTime  time.Time
 	deployments map[types.NamespacedName]*appsv1.Deployment
 	// Both maps are keyed by the UID of the controlling owner, which is how
 	// the Deployment controller links its objects regardless of labels.
@@ -37,11 +44,21 @@ type ClusterIndex struct {
 	podsByOwner        map[types.UID][]*corev1.Pod
 }
 
+// Now returns the member cluster's time at the listing when it is known,
+// and fallback (this machine's clock) otherwise.
+func (ix *ClusterIndex) Now(fallback time.Time) time.Time {
+	if ix.serverTime.IsZero() {
+		return fallback
+	}
+	return ix.serverTime
+}
+
 // NewClusterIndex indexes objs, listed from the member cluster named cluster.
 // The index keeps pointers into objs, which must not be modified afterwards.
 func NewClusterIndex(cluster string, objs *ClusterObjects) *ClusterIndex {
 	ix := &ClusterIndex{
 		cluster:            cluster,
+		serverTime:         objs.ServerTime,
 		deployments:        make(map[types.NamespacedName]*appsv1.Deployment, len(objs.Deployments)),
 		replicaSetsByOwner: make(map[types.UID][]*appsv1.ReplicaSet, len(objs.ReplicaSets)),
 		podsByOwner:        make(map[types.UID][]*corev1.Pod, len(objs.ReplicaSets)),
