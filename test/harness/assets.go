@@ -20,8 +20,10 @@ var requiredBinaries = []string{
 	"aggregated-apiserver", "controller-manager", "scheduler", "webhook", "kwok",
 }
 
-// DefaultAssetsDir returns $KUBECTL_REBALANCE_CONTROLPLANE, or
-// _output/controlplane in the repository that holds the working directory.
+// DefaultAssetsDir returns $KUBECTL_REBALANCE_CONTROLPLANE, or, in the
+// repository that holds the working directory, _output/controlplane for the
+// default Karmada version and _output/controlplane-$KARMADA_VERSION for
+// another one.
 func DefaultAssetsDir() (string, error) {
 	if dir := os.Getenv(AssetsEnv); dir != "" {
 		return dir, nil
@@ -29,6 +31,9 @@ func DefaultAssetsDir() (string, error) {
 	root, err := repositoryRoot()
 	if err != nil {
 		return "", err
+	}
+	if v := os.Getenv(VersionEnv); v != "" && v != DefaultKarmadaVersion {
+		return filepath.Join(root, "_output", "controlplane-"+v), nil
 	}
 	return filepath.Join(root, "_output", "controlplane"), nil
 }
@@ -69,9 +74,17 @@ func checkAssets(dir string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w in %s (%s): run %s", ErrAssetsMissing, dir, strings.Join(missing, ", "), BuildCommand)
+		build := BuildCommand
+		if v := os.Getenv(VersionEnv); v != "" {
+			build = VersionEnv + "=" + v + " " + build
+		}
+		return fmt.Errorf("%w in %s (%s): run %s", ErrAssetsMissing, dir, strings.Join(missing, ", "), build)
 	}
-	return nil
+	versions, err := readVersions(dir)
+	if err != nil {
+		return err
+	}
+	return checkRequestedVersion(dir, versions)
 }
 
 // AssetsPresent reports whether the binaries are built, and if not, why.

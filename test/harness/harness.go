@@ -96,6 +96,8 @@ type ControlPlane struct {
 	Karmada *rest.Config
 	// Members are the member clusters, in order.
 	Members []*Member
+	// Versions are the Karmada and Kubernetes releases running.
+	Versions Versions
 
 	opts        Options
 	removeDir   bool
@@ -118,7 +120,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := checkAssets(opts.AssetsDir); err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{opts: opts, Dir: opts.Dir}
+	versions, err := readVersions(opts.AssetsDir)
+	if err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{opts: opts, Dir: opts.Dir, Versions: versions}
 	if cp.Dir == "" {
 		dir, err := os.MkdirTemp("", "rebalance-controlplane-")
 		if err != nil {
@@ -159,7 +165,8 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.writeKubeconfig(); err != nil {
 		return nil, err
 	}
-	cp.progress("control plane ready in %s", time.Since(begin).Round(100*time.Millisecond))
+	cp.progress("control plane (Karmada %s, Kubernetes %s) ready in %s", cp.Versions.Karmada, cp.Versions.Kubernetes,
+		time.Since(begin).Round(100*time.Millisecond))
 	return cp, nil
 }
 

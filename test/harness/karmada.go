@@ -302,15 +302,19 @@ func (cp *ControlPlane) startWebhook(ctx context.Context, kubeconfig string) err
 	if err != nil {
 		return err
 	}
-	p, err := cp.startProcess("karmada-webhook", cp.bin("webhook"),
-		"--kubeconfig="+kubeconfig,
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[0]),
-		"--cert-dir="+filepath.Dir(cp.pki.ServingCert),
-		"--metrics-bind-address="+addr(ports[1]),
-		"--health-probe-bind-address="+addr(ports[2]),
-		"--allow-no-execute-taint-policy=true",
-	)
+		"--secure-port=" + strconv.Itoa(ports[0]),
+		"--cert-dir=" + filepath.Dir(cp.pki.ServingCert),
+		"--metrics-bind-address=" + addr(ports[1]),
+		"--health-probe-bind-address=" + addr(ports[2]),
+	}
+	if cp.Versions.KarmadaAtLeast(16) {
+		// ClusterTaintPolicy and this flag are not in v1.12 or v1.13.
+		args = append(args, "--allow-no-execute-taint-policy=true")
+	}
+	p, err := cp.startProcess("karmada-webhook", cp.bin("webhook"), args...)
 	if err != nil {
 		return err
 	}
@@ -380,7 +384,7 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 		"--controllers="+cp.opts.KarmadaControllers,
 		// Both are needed for a NoExecute taint on a Cluster to evict.
 		"--feature-gates=Failover=true",
-		"--enable-no-execute-taint-eviction=true",
+		cp.noExecuteEvictionFlag(),
 		"--cluster-status-update-frequency=5s",
 		"--metrics-bind-address="+addr(ports[2]),
 		"--health-probe-bind-address="+addr(ports[3]),
@@ -398,6 +402,16 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 		return err
 	}
 	return waitReady(ctx, manager, time.Minute, httpCheck(http.DefaultClient, "http://"+addr(ports[3])+"/healthz"))
+}
+
+// noExecuteEvictionFlag turns on eviction by NoExecute Cluster taints:
+// v1.12 and v1.13 call it the taint manager (on by default), later releases
+// made it an opt-in of its own.
+func (cp *ControlPlane) noExecuteEvictionFlag() string {
+	if cp.Versions.KarmadaAtLeast(16) {
+		return "--enable-no-execute-taint-eviction=true"
+	}
+	return "--enable-taint-manager=true"
 }
 
 func ensureNamespace(ctx context.Context, client kubernetes.Interface, name string) error {
