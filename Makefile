@@ -1,11 +1,13 @@
 # kubectl-rebalance developer entry points. The two that matter most:
 #   make demo   - the WorkloadRebalancer tutorial, end to end, on a local control plane
 #   make test   - unit tests and the real-control-plane e2e tests
+# KARMADA_VERSION=v1.12.0 (or v1.16.0; default v1.18.2) makes controlplane, sandbox, demo, test
+# and bench build and start that Karmada release; make test-matrix runs the core set on each.
 
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build controlplane test test-unit sandbox demo bench docs release-snapshot clean
+.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot clean
 
 all: build
 
@@ -13,7 +15,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/kubectl-rebalance ./cmd/kubectl-rebalance
 
-## controlplane: the pinned etcd, Kubernetes, Karmada and kwok binaries (no-op when up to date)
+## controlplane: the pinned etcd, Kubernetes, Karmada and kwok binaries (no-op when up to date; KARMADA_VERSION picks the release)
 controlplane:
 	hack/build-controlplane.sh
 
@@ -22,6 +24,10 @@ controlplane:
 test: controlplane
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /test/e2e)
 	$(GO) test -count=1 -p 1 -timeout 60m ./test/e2e/...
+
+## test-matrix: the core e2e set on every pinned Karmada version (KARMADA_VERSIONS=v1.12.0,v1.18.2 for some), as a pass/fail table
+test-matrix:
+	$(GO) run ./hack/test-matrix $(if $(KARMADA_VERSIONS),-versions=$(KARMADA_VERSIONS))
 
 ## test-unit: the tests that need no control plane
 test-unit:
