@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -147,6 +149,11 @@ type RebalanceOptions struct {
 	guard *requestGuard
 	// deadline is when --timeout runs out, counted from the start of Run.
 	deadline time.Time
+
+	// The Karmada release, detected once when a behaviour depends on it.
+	releaseOnce sync.Once
+	release     karmadaversion.Info
+	releaseErr  error
 
 	genericiooptions.IOStreams
 }
@@ -363,8 +370,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 
 	progress := newProgressLine(o.ErrOut)
+	notes := newAffinityNotes(rebalance.NewBindingAPI(client))
 	runner := &rebalance.Runner{
-		API:      rebalance.NewBindingAPI(client),
+		API:      notes,
 		Clock:    clock,
 		Failures: o.failureEvents(),
 		Options: rebalance.Options{
@@ -391,6 +399,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if err := o.print(result, resolved); err != nil {
 		return withExitCode(ExitError, err)
 	}
+	notes.print(o.ErrOut, o.karmadaRelease)
 	if runErr != nil {
 		return withExitCode(ExitError, fmt.Errorf("%w; the table shows the %d binding(s) already triggered", o.apiError(runErr), result.Written))
 	}

@@ -191,7 +191,8 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		progress.Clear()
 		fmt.Fprintln(o.ErrOut, message)
 	}
-	api := rebalance.NewBindingAPI(client)
+	notes := newAffinityNotes(rebalance.NewBindingAPI(client))
+	api := rebalance.BindingAPI(notes)
 	uids := map[rebalance.Workload]types.UID{}
 	for _, t := range resolved.Targets {
 		if t.UID != "" {
@@ -252,6 +253,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 			return withExitCode(ExitError, err)
 		}
 	}
+	notes.print(o.ErrOut, o.karmadaRelease)
 	var noController *record.NoControllerError
 	switch {
 	case errors.Is(passErr, record.ErrRebalancerGone):
@@ -422,8 +424,9 @@ func (o *RebalanceOptions) followController(ctx context.Context, rec *record.Rec
 // Ctrl-C cut the wait short.
 func (o *RebalanceOptions) followTTL(ctx context.Context, rec *record.Recorder, obj *appsv1alpha1.WorkloadRebalancer) ([]rebalance.Row, bool, error) {
 	name := obj.Name
+	passive := o.ServerSide && o.controllerDeletes(name)
 	if !o.WaitTTL {
-		if !o.ServerSide && record.Expired(obj, time.Now()) {
+		if !passive && record.Expired(obj, time.Now()) {
 			// A TTL of 0 (or one already over) needs no waiting.
 			deleted, _, err := rec.Delete(ctx, name)
 			switch {
@@ -441,7 +444,7 @@ func (o *RebalanceOptions) followTTL(ctx context.Context, rec *record.Recorder, 
 		return nil, false, nil
 	}
 
-	result, err := rec.Follow(ctx, obj, record.FollowOptions{Passive: o.ServerSide, PassTimeout: o.Timeout})
+	result, err := rec.Follow(ctx, obj, record.FollowOptions{Passive: passive, PassTimeout: o.Timeout})
 	var rows []rebalance.Row
 	if result != nil && len(result.Passes) > 0 {
 		last := result.Passes[len(result.Passes)-1]
