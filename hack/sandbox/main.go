@@ -65,7 +65,7 @@ func run() error {
 		return err
 	}
 	defer os.Remove(ready)
-	fmt.Printf("\nKarmada sandbox is ready: contexts %s", harness.KarmadaContext)
+	fmt.Printf("\nKarmada %s sandbox (Kubernetes %s) is ready: contexts %s", cp.Versions.Karmada, cp.Versions.Kubernetes, harness.KarmadaContext)
 	for _, m := range cp.Members {
 		fmt.Printf(", %s", m.Name)
 	}
