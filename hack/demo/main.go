@@ -114,7 +114,7 @@ func run() error {
 		return err
 	}
 	say("member1 runs %d ready pod(s), member2 runs %d", replicasIn(first, "member1"), replicasIn(first, "member2"))
-	say("(Karmada v1.18 breaks the tie between equal clusters by the Deployment's UID: either may get 2)")
+	say("(equal clusters tie: Karmada v1.16 and later break the tie by the Deployment's UID, v1.12 at random; either may get 2)")
 
 	step("Step 2: member1 fails: taint it workload-rebalancer-test=test:NoExecute")
 	if err := c.SetClusterTaint(ctx, "member1", true); err != nil {
