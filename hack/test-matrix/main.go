@@ -49,13 +49,15 @@ func coreSet() []check {
 		{row: "recorded run with TTL", pkg: "./test/e2e/recorded", test: "TestRecordTTL"},
 		{row: "recorded + TTL with Karmada's controller", pkg: "./test/e2e/recorded/withcontroller", test: "TestCoexistWithTheController"},
 		{row: "server-side run", pkg: "./test/e2e/recorded/withcontroller", test: "TestServerSideWithTheController"},
+		{row: "Karmada's controller: ttl deletion by release", pkg: "./test/e2e/recorded/withcontroller", test: "TestControllerTTLByRelease"},
 		{row: "descheduler example", pkg: "./test/e2e/deschedule", test: "TestDescheduleMovesReplicasElsewhere"},
 		{row: "version detection", pkg: "./test/e2e", test: "TestKarmadaVersionDetected"},
 		{row: "affinity group on rebalance", pkg: "./test/e2e", test: "TestAffinityGroupOnRebalance"},
 	}
-	// Plan accuracy joins the set when its test exists.
-	for _, c := range findTests("test/e2e", regexp.MustCompile(`^TestPlan\w*Accura`)) {
-		set = append(set, check{row: "plan accuracy (" + c.test + ")", pkg: c.pkg, test: c.test})
+	// The plan e2e tests (prediction against the real scheduler) join the
+	// set when they exist.
+	for _, c := range findTests("test/e2e", regexp.MustCompile(`^TestPlan`)) {
+		set = append(set, check{row: "plan: " + c.test, pkg: c.pkg, test: c.test})
 	}
 	return set
 }

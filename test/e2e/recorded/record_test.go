@@ -142,7 +142,10 @@ func TestRecordTTL(t *testing.T) {
 		assert.Less(t, res.Took, 20*time.Second)
 		rb := rt.Rebalancer(ctx, t, c, name)
 		require.NotNil(t, rb, "left in place")
-		web := rt.Binding(ctx, t, c, ns, "web-deployment")
+		// --wait=false: the scheduler may still be answering the trigger (on
+		// Karmada v1.12 its answer can change spec.clusters, as it breaks
+		// ties at random); compare from its answer on.
+		web := fixtures.WaitScheduled(ctx, t, c, ns, "web-deployment")
 
 		later := rt.Rebalance(t, cp, "workloadrebalancer/"+name)
 		require.Equal(t, cmd.ExitOK, later.Code)
