@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
@@ -46,6 +47,11 @@ func TestKarmadaVersionDetected(t *testing.T) {
 		assert.Equal(t, want, info.Range())
 	}
 	assert.True(t, info.Supported())
+
+	// The aggregated apiserver's own /version is what a Karmada release
+	// could report, but clients reach it only through the APIService's
+	// group path, never at /version; log what it says for the record.
+	logAggregatedVersion(t, cp)
 
 	member, err := discovery.NewDiscoveryClientForConfig(cp.Members[0].Config)
 	require.NoError(t, err)
@@ -119,6 +125,25 @@ func TestAffinityGroupOnRebalance(t *testing.T) {
 	assert.Contains(t, res.stderr, warning+`reschedules from the first group, so this rebalance may have moved it back to "primary"`+"\n")
 	assert.Equal(t, "primary", rb.Status.SchedulerObservedAffinityName)
 	assert.Equal(t, "{member3:2}", fixtures.Placement(rb.Spec.Clusters))
+}
+
+// logAggregatedVersion asks karmada-aggregated-apiserver for /version
+// directly, at the port of its APIService.
+func logAggregatedVersion(t *testing.T, cp *harness.ControlPlane) {
+	ctx := fixtures.TestContext(t)
+	c := fixtures.TestClients(t, cp.Karmada)
+	svc, err := c.Kube.CoreV1().Services("karmada-system").Get(ctx, "karmada-aggregated-apiserver", metav1.GetOptions{})
+	if err != nil || len(svc.Spec.Ports) == 0 {
+		t.Logf("no karmada-aggregated-apiserver Service: %v", err)
+		return
+	}
+	cfg := rest.CopyConfig(cp.Karmada)
+	cfg.Host = fmt.Sprintf("https://localhost:%d", svc.Spec.Ports[0].Port)
+	direct, err := discovery.NewDiscoveryClientForConfig(cfg)
+	require.NoError(t, err)
+	v, err := direct.ServerVersion()
+	require.NoError(t, err)
+	t.Logf("karmada-aggregated-apiserver of Karmada %s answers /version with gitVersion %s (major %q, minor %q)", cp.Versions.Karmada, v.GitVersion, v.Major, v.Minor)
 }
 
 // labelCluster sets (or removes) label=yes on a Cluster.
