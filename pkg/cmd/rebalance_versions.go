@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -37,6 +39,7 @@ func releaseName(info karmadaversion.Info, err error) string {
 // affinityNotes is a BindingAPI that notes the bindings a run reads which
 // sit in a later clusterAffinities group than the first: whether a
 // rebalance can take them back to the first group depends on the release.
+// It also stops a trigger the server silently dropped.
 type affinityNotes struct {
 	rebalance.BindingAPI
 
@@ -57,6 +60,19 @@ func (a *affinityNotes) Get(ctx context.Context, namespace, name string) (*rebal
 	b, err := a.BindingAPI.Get(ctx, namespace, name)
 	if err == nil && b != nil {
 		a.observe(b)
+	}
+	return b, err
+}
+
+// PatchTrigger writes the trigger, and refuses the answer of a server whose
+// ResourceBinding has no spec.rescheduleTriggeredAt (Karmada older than
+// v1.10 prunes it): the write "succeeds" but nothing would ever reschedule.
+func (a *affinityNotes) PatchTrigger(ctx context.Context, w rebalance.TriggerWrite) (*rebalance.Binding, error) {
+	b, err := a.BindingAPI.PatchTrigger(ctx, w)
+	if err == nil && b != nil && b.Spec.RescheduleTriggeredAt == nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API server kept no spec.rescheduleTriggeredAt on binding %s: its ResourceBinding has no such field, "+
+			"so this control plane runs a Karmada older than v1.10, which cannot reschedule on request; kubectl rebalance supports Karmada %s and newer",
+			bindingRef(w.Namespace, w.Name), karmadaversion.OldestSupported))
 	}
 	return b, err
 }
