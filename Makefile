@@ -7,7 +7,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot clean
+.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot release-test image image-test clean
 
 all: build
 
@@ -52,6 +52,20 @@ docs:
 ## release-snapshot: every release archive and the krew manifest, locally, into dist/
 release-snapshot:
 	hack/release-snapshot.sh
+
+## release-test: a snapshot release, its krew manifest checked by krew's own validator and installed
+## by a real krew for every platform (goreleaser and krew built from the Go module proxy; minutes)
+release-test:
+	cd hack/krewcheck && $(GO) test -count=1 -timeout 60m -v .
+
+VERSION ?= v0.0.0-dev
+## image: the linux/amd64+arm64 image as an OCI layout tar in _output/image/ (no Docker, no base image)
+image:
+	cd hack/image && $(GO) run . -root $(CURDIR) -version $(VERSION) -o $(CURDIR)/_output/image/kubectl-rebalance.tar
+
+## image-test: build the image tar and check its platforms, entrypoint, user and files
+image-test:
+	cd hack/image && $(GO) test -count=1 -timeout 40m -v .
 
 clean:
 	rm -rf _output dist

@@ -15,17 +15,34 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 )
 
-// committedManifest is the manifest that makes this repository a krew index.
+// committedManifest is the manifest that makes this repository a krew
+// index. It is committed only by a release, rendered from the archives it
+// published (docs/install.md); until then there is none.
 const committedManifest = "../../plugins/rebalance.yaml"
 
+// TestCommittedManifestIsValid checks a committed manifest against krew's
+// rules and against what a release renders: never a snapshot's archives.
 func TestCommittedManifestIsValid(t *testing.T) {
+	data, err := os.ReadFile(committedManifest)
+	if os.IsNotExist(err) {
+		t.Skip("no krew manifest is committed before the first release")
+	}
+	require.NoError(t, err)
 	require.NoError(t, validateFile(committedManifest))
+	assert.NotContains(t, string(data), "snapshot", "a committed manifest is rendered from a published release, never from a snapshot")
+	var m Manifest
+	require.NoError(t, yaml.UnmarshalStrict(data, &m))
+	assert.Contains(t, string(data), "# Krew plugin manifest for kubectl-rebalance "+m.Spec.Version+", with the archives\n# of goreleaser version "+strings.TrimPrefix(m.Spec.Version, "v")+",",
+		"the archives are the release's own")
 }
 
 func TestRunCheck(t *testing.T) {
-	require.NoError(t, run([]string{"-check", committedManifest}))
+	manifest := filepath.Join(t.TempDir(), "rebalance.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(validManifest(t)), 0o644))
+	require.NoError(t, run([]string{"-check", manifest}))
 	assert.ErrorContains(t, run([]string{"-check", "testdata/missing.yaml"}), "reading krew manifest")
 	assert.ErrorContains(t, run([]string{"stray"}), `unexpected arguments ["stray"]`)
 }
@@ -106,9 +123,15 @@ func TestLoadRelease(t *testing.T) {
 		},
 		{
 			name:        "explicit version",
-			version:     "v1.3.0-rc.1",
+			version:     "v1.2.3",
 			files:       defaultArchive,
-			wantVersion: "v1.3.0-rc.1",
+			wantVersion: "v1.2.3",
+		},
+		{
+			name:    "another version than the archives'",
+			version: "v0.1.0",
+			files:   defaultArchive,
+			wantErr: []string{"are v1.2.3, not v0.1.0: build the release of v0.1.0 and render from its archives"},
 		},
 		{
 			name:    "explicit version without v",

@@ -29,7 +29,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("krew", flag.ContinueOnError)
 	dist := fs.String("dist", "dist", "goreleaser's output directory of the release to render")
-	version := fs.String("version", "", "plugin version to render, e.g. v0.1.0 (default: the release's version from <dist>/metadata.json)")
+	version := fs.String("version", "", "plugin version expected, e.g. v0.1.0; it must be the version of the archives in <dist> (default: the release's version from <dist>/metadata.json)")
 	out := fs.String("o", "", "file to write the manifest to (default: stdout)")
 	check := fs.String("check", "", "only check this manifest file against krew's rules")
 	if err := fs.Parse(args); err != nil {

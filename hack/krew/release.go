@@ -91,8 +91,8 @@ type metadata struct {
 }
 
 // loadRelease reads the release in dist and checks every archive against
-// checksums.txt and archiveFiles. version, when set, replaces the release's
-// own version in the manifest and in the download addresses.
+// checksums.txt and archiveFiles. version, when set, must be the release's
+// own version.
 func loadRelease(dist, version string) (release, error) {
 	raw, err := os.ReadFile(filepath.Join(dist, "metadata.json"))
 	if err != nil {
@@ -102,12 +102,19 @@ func loadRelease(dist, version string) (release, error) {
 	if err := json.Unmarshal(raw, &meta); err != nil {
 		return release{}, fmt.Errorf("parsing %s: %w", filepath.Join(dist, "metadata.json"), err)
 	}
+	// goreleaser's version never has the "v" that krew requires.
+	built := "v" + strings.TrimPrefix(meta.Version, "v")
 	if version == "" {
-		// goreleaser's version never has the "v" that krew requires.
-		version = "v" + strings.TrimPrefix(meta.Version, "v")
+		version = built
 	}
 	if !strings.HasPrefix(version, "v") {
 		return release{}, fmt.Errorf("version %q has no leading v: pass it as v%s", version, version)
+	}
+	// The checksums are those of the archives in dist: a manifest naming
+	// another version would point at downloads with other bytes (that is
+	// how a snapshot's checksums once ended up under a release's URLs).
+	if version != built {
+		return release{}, fmt.Errorf("the archives in %s are %s, not %s: build the release of %s and render from its archives", dist, built, version, version)
 	}
 
 	sums, err := readChecksums(filepath.Join(dist, "checksums.txt"))
