@@ -3,11 +3,13 @@ package rebalance
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Observe fills in what the scheduler made of the triggers someone else
@@ -17,8 +19,9 @@ import (
 func Observe(ctx context.Context, api BindingAPI, at metav1.Time, rows []Row) {
 	written := make(map[int]int64)
 	settled := make(map[int]bool)
-	interval := 500 * time.Millisecond
-	for {
+	// Read every half second at first, then less often, up to every 5s.
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
+	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		waiting := 0
 		for i := range rows {
 			row := &rows[i]
@@ -33,7 +36,7 @@ func Observe(ctx context.Context, api BindingAPI, at metav1.Time, rows []Row) {
 				continue
 			case err != nil:
 				if ctx.Err() != nil {
-					return
+					return true, nil
 				}
 				row.Observation = Observation{Outcome: OutcomeWaiting, Reason: ReasonAwaitingScheduler, Message: fmt.Sprintf("reading %s failed: %v", BindingRef(row.Workload), err)}
 				waiting++
@@ -63,9 +66,6 @@ func Observe(ctx context.Context, api BindingAPI, at metav1.Time, rows []Row) {
 				settled[i] = true
 			}
 		}
-		if waiting == 0 || sleepContext(ctx, interval) != nil {
-			return
-		}
-		interval = min(2*interval, 5*time.Second)
-	}
+		return waiting == 0, nil
+	})
 }

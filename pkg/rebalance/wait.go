@@ -318,7 +318,11 @@ func anyContains(scopes map[Scope]string, k bindingKey) bool {
 	return false
 }
 
-// follow sends the changes of the bindings in scope until ctx ends.
+// follow sends the changes of the bindings in scope until ctx ends. The
+// loop is written out rather than left to client-go's RetryWatcher, which
+// stops for good when its resource version expires (410 Gone) or the watch
+// is forbidden; here an expired watch takes a fresh resource version and
+// re-reads the pending bindings, and a forbidden one falls back to polling.
 func (r *Runner) follow(ctx context.Context, scope Scope, rv string, out chan<- update, pending func(Scope) []bindingKey) {
 	if rv == "" {
 		r.poll(ctx, scope, out, pending)

@@ -527,6 +527,11 @@ func (r *Recorder) statusTimeout() time.Duration {
 	return r.StatusTimeout
 }
 
+// backoff paces the Recorder's retries. Its loops are written out rather
+// than handed to retry.RetryOnConflict or wait.ExponentialBackoffWithContext
+// because each mixes two kinds of retry: an immediate re-read after a
+// conflict or a concurrent create (the state changed, look again), and a
+// backoff step after a transient error (the server is busy, wait).
 func (r *Recorder) backoff() wait.Backoff {
 	if r.Backoff.Duration == 0 {
 		return wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 5 * time.Second}

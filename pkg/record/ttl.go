@@ -271,7 +271,10 @@ type objectWatch struct {
 }
 
 // next returns the next version of the object, or deleted when it was
-// deleted. It returns nothing when fire fires or ctx ends first.
+// deleted. It returns nothing when fire fires or ctx ends first. The watch
+// is restarted by hand rather than by client-go's RetryWatcher, which gives
+// up when its resource version expires; here an expired watch re-reads the
+// object, and every wait also ends when fire does.
 func (o *objectWatch) next(ctx context.Context, fire <-chan time.Time) (*appsv1alpha1.WorkloadRebalancer, bool, error) {
 	backoff := o.r.backoff()
 	for {
