@@ -47,8 +47,11 @@ func main() {
 
 func run() error {
 	var kubeconfig string
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a running sandbox; empty starts a control plane for the demo")
-	flag.Parse()
+	// A flag set of its own: a dependency (controller-runtime, through
+	// Karmada's scheduler code) registers its own -kubeconfig globally.
+	fs := flag.NewFlagSet("demo", flag.ExitOnError)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a running sandbox; empty starts a control plane for the demo")
+	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
