@@ -16,8 +16,9 @@ type Summary struct {
 	// Successful, Failed and Pending count CRD results; Pending includes any
 	// result the controller would still retry.
 	Successful, Failed, Pending int
-	// Rescheduled, SchedulingFailed, Ignored and Waiting count outcomes.
-	Rescheduled, SchedulingFailed, Ignored, Waiting int
+	// Rescheduled, SchedulingFailed, Ignored, Waiting and DeadlineExceeded
+	// count outcomes.
+	Rescheduled, SchedulingFailed, Ignored, Waiting, DeadlineExceeded int
 }
 
 // Summarize counts rows.
@@ -41,6 +42,8 @@ func Summarize(rows []rebalance.Row) Summary {
 			s.Ignored++
 		case rebalance.OutcomeWaiting:
 			s.Waiting++
+		case rebalance.OutcomeDeadlineExceeded:
+			s.DeadlineExceeded++
 		}
 	}
 	return s
@@ -48,7 +51,8 @@ func Summarize(rows []rebalance.Row) Summary {
 
 // String renders the summary on one line, e.g.
 // "3 workloads: 2 successful, 1 failed, 0 pending; 2 rescheduled, 0 ignored".
-// Scheduling failures and waiting workloads are added only when there are some.
+// Scheduling failures, waiting workloads and workloads past their progress
+// deadline are added only when there are some.
 func (s Summary) String() string {
 	noun := "workloads"
 	if s.Workloads == 1 {
@@ -61,6 +65,9 @@ func (s Summary) String() string {
 	}
 	if s.Waiting > 0 {
 		line += fmt.Sprintf(", %d waiting", s.Waiting)
+	}
+	if s.DeadlineExceeded > 0 {
+		line += fmt.Sprintf(", %d past the progress deadline", s.DeadlineExceeded)
 	}
 	return line
 }

@@ -24,6 +24,9 @@ const (
 	OutcomeIgnored Outcome = "Ignored"
 	// OutcomeWaiting means the scheduler has not visibly acted on the trigger yet.
 	OutcomeWaiting Outcome = "Waiting"
+	// OutcomeDeadlineExceeded means a waved run gave up on the workload: it
+	// was not triggered, scheduled or ready within its progress deadline.
+	OutcomeDeadlineExceeded Outcome = "DeadlineExceeded"
 )
 
 // Reasons an Observation gives besides the reason of the binding's Scheduled

@@ -59,15 +59,27 @@ func SortRows(rows []Row) {
 func CountRows(rows []Row) (failed, pending int) {
 	for _, row := range rows {
 		switch {
-		case row.Result == appsv1alpha1.RebalanceFailed,
-			row.Observation.Outcome == OutcomeSchedulingFailed,
-			row.Observation.Outcome == OutcomeIgnored:
+		case failedRow(row):
 			failed++
 		case row.Result == "", row.Observation.Outcome == OutcomeWaiting:
 			pending++
 		}
 	}
 	return failed, pending
+}
+
+// failedRow reports a row that failed or will not be rebalanced: a Failed
+// result, a scheduling failure, an ignored trigger, or a progress deadline
+// a waved run gave up at.
+func failedRow(row Row) bool {
+	switch {
+	case row.Result == appsv1alpha1.RebalanceFailed,
+		row.Observation.Outcome == OutcomeSchedulingFailed,
+		row.Observation.Outcome == OutcomeIgnored,
+		row.Observation.Outcome == OutcomeDeadlineExceeded:
+		return true
+	}
+	return false
 }
 
 // DistinctWorkloads returns the distinct workloads of targets in input order.

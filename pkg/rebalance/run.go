@@ -269,9 +269,7 @@ func (r *Runner) finish(result *Result, entries []*entry) *Result {
 		row := e.row
 		result.Rows = append(result.Rows, row)
 		switch {
-		case row.Result == appsv1alpha1.RebalanceFailed,
-			row.Observation.Outcome == OutcomeSchedulingFailed,
-			row.Observation.Outcome == OutcomeIgnored:
+		case failedRow(row):
 			result.Failed++
 		case row.Observation.Outcome == OutcomeWaiting,
 			row.Result == "" && r.DryRun == DryRunNone:

@@ -3,10 +3,13 @@ package rebalance
 import (
 	"context"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// What the runner shares with the packages built on it (pkg/record): how an
-// API error is classified, how a retry waits, how a time is printed.
+// What the runner shares with the packages built on it (pkg/record,
+// pkg/waves): how an API error is classified, how a retry waits, how a time
+// is printed, how a watched binding is read.
 
 // ErrWaitTooLong is returned by ServerClock.WaitUntilAfter when the API
 // server's clock is too far behind the time to pass.
@@ -25,3 +28,7 @@ func SleepContext(ctx context.Context, d time.Duration) error { return sleepCont
 
 // FormatTime prints a time as the API server stores it: RFC 3339 in UTC.
 func FormatTime(t time.Time) string { return formatTime(t) }
+
+// BindingFromObject converts a watched ResourceBinding or
+// ClusterResourceBinding; it returns nil for anything else.
+func BindingFromObject(obj runtime.Object) *Binding { return fromObject(obj) }

@@ -45,6 +45,11 @@ type Recorder struct {
 	// Backoff paces retries of requests that may succeed later. Zero means
 	// 200ms doubling up to 5s.
 	Backoff wait.Backoff
+	// Execute, when set, runs a pass's pending workloads instead of
+	// runner.Run (a waved run, say). It gets the pass's runner, whose
+	// Triggered hook records the rows it is handed in the status, and
+	// returns what runner.Run would.
+	Execute func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target) (*rebalance.Result, error)
 }
 
 // Pass is the result of one reconciliation of a WorkloadRebalancer.
@@ -261,7 +266,11 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 				targets = append(targets, rebalance.Target{Workload: w, UID: r.UIDs[w]})
 			}
 			var result *rebalance.Result
-			result, runErr = runner.Run(ctx, targets)
+			if r.Execute != nil {
+				result, runErr = r.Execute(ctx, &runner, targets)
+			} else {
+				result, runErr = runner.Run(ctx, targets)
+			}
 			if result != nil {
 				pass.Written += result.Written
 				for _, row := range result.Rows {

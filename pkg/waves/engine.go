@@ -1,0 +1,460 @@
+package waves
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// Outcome and reasons the waves add to rebalance's vocabulary.
+const (
+	// ReasonNotTriggered: the trigger could not be written within the
+	// progress deadline (conflicts, throttling, network).
+	ReasonNotTriggered = "NotTriggered"
+	// ReasonNotScheduled: the scheduler did not answer the trigger within
+	// the progress deadline.
+	ReasonNotScheduled = "NotScheduled"
+	// ReasonNotReady: the scheduler answered, but the replicas of the new
+	// placement were not ready within the progress deadline.
+	ReasonNotReady = "NotReady"
+	// ReasonAwaitingReady: the run stopped (Ctrl-C, --timeout) while the
+	// replicas of the new placement were not ready yet.
+	ReasonAwaitingReady = "AwaitingReady"
+)
+
+// StopReason says why a run stopped starting workloads before it started
+// them all.
+type StopReason string
+
+const (
+	// StopNone: every workload was started.
+	StopNone StopReason = ""
+	// StopFailureBudget: MaxFailures workloads failed.
+	StopFailureBudget StopReason = "FailureBudget"
+	// StopInterrupted: the context ended (Ctrl-C, SIGTERM, --timeout).
+	StopInterrupted StopReason = "Interrupted"
+	// StopError: a request no retry can fix failed (no permission, say).
+	StopError StopReason = "Error"
+)
+
+// Options tune an Engine.
+type Options struct {
+	// MaxInFlight bounds the workloads between start and done. At least 1.
+	MaxInFlight int
+	// WaitReady makes a workload done only once the replicas of its new
+	// placement are ready; without it, scheduled is done.
+	WaitReady bool
+	// ProgressDeadline bounds each workload from its start to done; a
+	// workload that takes longer counts as failed. Zero: no bound.
+	ProgressDeadline time.Duration
+	// MaxFailures stops starting workloads once that many failed. Zero:
+	// no budget, every workload is started.
+	MaxFailures int
+	// Pause keeps a slot free for this long after its workload finished
+	// before the next workload takes it (the minimum time a finished
+	// workload is watched before the run moves on).
+	Pause time.Duration
+	// Order, when set, orders the workloads (like strings.Compare); nil
+	// keeps the WorkloadRebalancer's order (rebalance.CompareWorkloads).
+	Order func(a, b rebalance.Workload) int
+	// Progress, when set, hears every change of the counts.
+	Progress func(Status)
+	// LedgerInterval is how often, at most, the triggers written are
+	// handed to the ledger (a recorded run's status). Zero means 1s.
+	LedgerInterval time.Duration
+}
+
+// Status counts the workloads of a run.
+type Status struct {
+	// Total workloads; Done finished well, Failed finished badly, InFlight
+	// are started and not finished, Pending not started.
+	Total, Done, Failed, InFlight, Pending int
+	// Started is when the run started.
+	Started time.Time
+	// Stop is set once the run stopped starting workloads early.
+	Stop StopReason
+}
+
+// Result is how a waved run ended.
+type Result struct {
+	*rebalance.Result
+	// Stop says why workloads were left unstarted; StopNone when all started.
+	Stop StopReason
+	// StopMessage says it in words, for the user.
+	StopMessage string
+	// NotStarted counts the workloads never started.
+	NotStarted int
+	// InFlightAtStop counts the workloads in flight when the run stopped.
+	InFlightAtStop int
+}
+
+// Engine runs workloads in waves.
+type Engine struct {
+	// Mover, when set, moves each workload; otherwise Execute builds a
+	// BindingMover from the runner it is given.
+	Mover Mover
+	Options
+	// Last is the result of the last Execute.
+	Last *Result
+}
+
+// Execute runs targets in waves with runner as the template of every
+// workload's run. It has the shape of a plain rebalance.Runner.Run, so a
+// recorded run can hand its pending workloads to it: runner.Triggered, when
+// set, is the ledger, handed the rows whose trigger was written, at most
+// every LedgerInterval. The full result is kept in Last.
+func (e *Engine) Execute(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target) (*rebalance.Result, error) {
+	template := *runner
+	ledger := template.Triggered
+	template.Triggered = nil
+	mover := e.Mover
+	if mover == nil {
+		mover = &BindingMover{Runner: &template, WaitReady: e.WaitReady}
+	}
+	res, err := e.Run(ctx, mover, targets, ledger)
+	e.Last = res
+	if res != nil && runner.Clock != nil && res.Pending == 0 && template.DryRun == rebalance.DryRunNone {
+		if now, ok := runner.Clock.Now(); ok {
+			finish := metav1.NewTime(now)
+			res.FinishTime = &finish
+		}
+	}
+	return res.Result, err
+}
+
+// slot is the state of one workload in a run.
+type slot struct {
+	target  rebalance.Target
+	row     rebalance.Row
+	started bool
+	// finished is set once the workload's move returned.
+	finished bool
+	failed   bool
+	// triggered is set once the trigger's fate was known.
+	triggered bool
+}
+
+// finishedMove is a move that returned.
+type finishedMove struct {
+	index int
+	row   rebalance.Row
+	err   error
+	// late is set when the workload's own deadline ended the move.
+	late bool
+}
+
+// Run moves targets with mover, at most MaxInFlight at a time, in order.
+// Duplicate targets collapse into one workload. ledger, when set, gets the
+// rows whose trigger was written. The error is the first one no retry can
+// fix; the result is complete in any case: unstarted workloads are pending
+// rows that say why they were not started.
+func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Target, ledger func(*rebalance.Result)) (*Result, error) {
+	slots := e.slots(targets)
+	maxInFlight := max(e.MaxInFlight, 1)
+	status := Status{Total: len(slots), Pending: len(slots), Started: time.Now()}
+	report := func() {
+		if e.Progress != nil {
+			e.Progress(status)
+		}
+	}
+	report()
+
+	var mu sync.Mutex // guards the slots' rows and triggered flags, shared with the ledger
+	ledgerDone := e.startLedger(ctx, &mu, slots, ledger)
+
+	runCtx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	done := make(chan finishedMove)
+	var wg sync.WaitGroup
+	start := func(i int) {
+		s := slots[i]
+		s.started = true
+		status.Pending--
+		status.InFlight++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			moveCtx, cancel := runCtx, context.CancelFunc(func() {})
+			if e.ProgressDeadline > 0 {
+				moveCtx, cancel = context.WithTimeout(runCtx, e.ProgressDeadline)
+			}
+			defer cancel()
+			row, err := mover.Move(moveCtx, s.target, func(row rebalance.Row) {
+				mu.Lock()
+				defer mu.Unlock()
+				s.row, s.triggered = row, true
+			})
+			late := errors.Is(moveCtx.Err(), context.DeadlineExceeded) && runCtx.Err() == nil
+			done <- finishedMove{index: i, row: row, err: err, late: late}
+		}()
+	}
+
+	var (
+		next     int
+		resting  []time.Time
+		firstErr error
+		result   = &Result{}
+		timer    *time.Timer
+	)
+	stop := func(reason StopReason, message string) {
+		if result.Stop == StopNone {
+			result.Stop, result.StopMessage = reason, message
+			result.InFlightAtStop = status.InFlight
+			status.Stop = reason
+		}
+	}
+	for {
+		now := time.Now()
+		resting = slices.DeleteFunc(resting, func(until time.Time) bool { return !until.After(now) })
+		for result.Stop == StopNone && next < len(slots) && status.InFlight+len(resting) < maxInFlight {
+			start(next)
+			next++
+			report()
+		}
+		if status.InFlight == 0 && (next == len(slots) || result.Stop != StopNone) {
+			break
+		}
+		var wake <-chan time.Time
+		if len(resting) > 0 && result.Stop == StopNone && next < len(slots) {
+			if timer != nil {
+				timer.Stop()
+			}
+			timer = time.NewTimer(time.Until(slices.MinFunc(resting, func(a, b time.Time) int { return a.Compare(b) })))
+			wake = timer.C
+		}
+		var ctxDone <-chan struct{}
+		if result.Stop == StopNone {
+			ctxDone = ctx.Done()
+		}
+		select {
+		case <-ctxDone:
+			stop(StopInterrupted, interruptMessage(ctx))
+			report()
+		case <-wake:
+		case f := <-done:
+			status.InFlight--
+			s := slots[f.index]
+			mu.Lock()
+			s.row, s.finished = e.judge(f, ctx), true
+			if s.row.Result != "" {
+				s.triggered = true
+			}
+			s.failed = isFailure(s.row)
+			mu.Unlock()
+			if s.failed {
+				status.Failed++
+			} else if e.isFinal(s.row) {
+				status.Done++
+			}
+			if f.err != nil && firstErr == nil {
+				firstErr = f.err
+				stop(StopError, f.err.Error())
+				cancelAll()
+			}
+			if e.MaxFailures > 0 && status.Failed >= e.MaxFailures {
+				stop(StopFailureBudget, fmt.Sprintf("%d workload(s) failed, which reached --max-failures %d; no further workload was started", status.Failed, e.MaxFailures))
+			}
+			if e.Pause > 0 {
+				resting = append(resting, time.Now().Add(e.Pause))
+			}
+			report()
+		}
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	wg.Wait()
+	ledgerDone()
+
+	result.Result = &rebalance.Result{Rows: make([]rebalance.Row, 0, len(slots))}
+	for _, s := range slots {
+		row := s.row
+		if !s.started {
+			row.Message = "not started: " + notStartedWhy(result.Stop)
+			result.NotStarted++
+		}
+		result.Rows = append(result.Rows, row)
+		if row.Result == appsv1alpha1.RebalanceSuccessful && row.TriggeredAt != nil {
+			if result.TriggerTime.IsZero() || row.TriggeredAt.Before(&result.TriggerTime) {
+				result.TriggerTime = *row.TriggeredAt
+			}
+		}
+	}
+	result.Written = countWritten(result.Rows)
+	result.Failed, result.Pending = rebalance.CountRows(result.Rows)
+	return result, firstErr
+}
+
+// slots makes one slot per distinct target, in the run's order.
+func (e *Engine) slots(targets []rebalance.Target) []*slot {
+	seen := make(map[rebalance.Workload]*slot, len(targets))
+	slots := make([]*slot, 0, len(targets))
+	for _, t := range targets {
+		if s, ok := seen[t.Workload]; ok {
+			if s.target.UID == "" {
+				s.target.UID = t.UID
+			}
+			continue
+		}
+		s := &slot{target: t, row: rebalance.Row{Workload: t.Workload, Binding: rebalance.BindingNameFor(t.Workload)}}
+		seen[t.Workload] = s
+		slots = append(slots, s)
+	}
+	order := e.Order
+	if order == nil {
+		order = rebalance.CompareWorkloads
+	}
+	slices.SortStableFunc(slots, func(a, b *slot) int { return order(a.target.Workload, b.target.Workload) })
+	return slots
+}
+
+// judge turns a finished move into the workload's row: a move its own
+// deadline cut short is a failure; one the run's end cut short is left as
+// it was, pending.
+func (e *Engine) judge(f finishedMove, runCtx context.Context) rebalance.Row {
+	row := f.row
+	if f.err != nil {
+		return row
+	}
+	if f.late && !e.isFinal(row) {
+		deadline := e.ProgressDeadline.String()
+		switch {
+		case row.Result == "":
+			row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeDeadlineExceeded, Reason: ReasonNotTriggered,
+				Message: fmt.Sprintf("the trigger could not be written within %s (--progress-deadline)", deadline)}
+		case row.Observation.Outcome == rebalance.OutcomeScheduled:
+			row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeDeadlineExceeded, Reason: ReasonNotReady,
+				Message: fmt.Sprintf("rescheduled, but the replicas were not ready within %s (--progress-deadline)", deadline)}
+		default:
+			row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeDeadlineExceeded, Reason: ReasonNotScheduled,
+				Message: fmt.Sprintf("the scheduler did not answer the trigger within %s (--progress-deadline)", deadline)}
+		}
+		return row
+	}
+	if runCtx.Err() != nil && e.WaitReady && row.Observation.Outcome == rebalance.OutcomeScheduled && !readyMessage(row.Message) {
+		// Stopped while waiting for the replicas: neither done nor failed.
+		row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeWaiting, Reason: ReasonAwaitingReady,
+			Message: "rescheduled; the run stopped before the replicas were ready"}
+	}
+	return row
+}
+
+// isFinal reports whether a row needs nothing more: done or failed for good.
+func (e *Engine) isFinal(row rebalance.Row) bool {
+	switch {
+	case row.Result == appsv1alpha1.RebalanceFailed:
+		return true
+	case row.Observation.Outcome == rebalance.OutcomeSchedulingFailed, row.Observation.Outcome == rebalance.OutcomeIgnored:
+		return true
+	case row.Observation.Outcome == rebalance.OutcomeScheduled:
+		return !e.WaitReady || readyMessage(row.Message)
+	}
+	return false
+}
+
+// isFailure reports whether a finished row counts against the failure budget.
+func isFailure(row rebalance.Row) bool {
+	failed, _ := rebalance.CountRows([]rebalance.Row{row})
+	return failed > 0
+}
+
+// readyMessage tells a row whose replicas were seen ready (see waitReady).
+func readyMessage(message string) bool {
+	return strings.HasPrefix(message, readyPrefix)
+}
+
+// countWritten counts the rows whose trigger this run wrote.
+func countWritten(rows []rebalance.Row) int {
+	n := 0
+	for _, row := range rows {
+		if row.Result == appsv1alpha1.RebalanceSuccessful && row.TriggeredAt != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// interruptMessage says why ctx ended.
+func interruptMessage(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "the timeout expired; no further workload was started"
+	}
+	return "interrupted; no further workload was started"
+}
+
+// notStartedWhy says why a workload was left unstarted.
+func notStartedWhy(stop StopReason) string {
+	switch stop {
+	case StopFailureBudget:
+		return "the failure budget (--max-failures) was used up"
+	case StopInterrupted:
+		return "the run was interrupted"
+	case StopError:
+		return "the run stopped on an error"
+	}
+	return "the run stopped"
+}
+
+// startLedger hands the rows whose trigger was written to ledger at most
+// every LedgerInterval, from a goroutine of its own so that a slow status
+// write never holds up the waves. The function returned stops it after one
+// last hand-over of what changed.
+func (e *Engine) startLedger(ctx context.Context, mu *sync.Mutex, slots []*slot, ledger func(*rebalance.Result)) func() {
+	if ledger == nil {
+		return func() {}
+	}
+	interval := e.LedgerInterval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	handed := 0
+	flush := func() {
+		mu.Lock()
+		rows := make([]rebalance.Row, 0, len(slots))
+		for _, s := range slots {
+			if s.triggered && s.row.Result != "" {
+				rows = append(rows, s.row)
+			}
+		}
+		mu.Unlock()
+		if len(rows) == handed {
+			return
+		}
+		handed = len(rows)
+		ledger(&rebalance.Result{Rows: rows})
+	}
+	go func() {
+		defer close(finished)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-quit:
+				if ctx.Err() == nil {
+					flush()
+				}
+				return
+			case <-ctx.Done():
+				// The caller records the final state itself.
+				return
+			case <-ticker.C:
+				flush()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+	}
+}
