@@ -61,12 +61,24 @@ var (
 		triggers to Karmada's own controller and follows its status. List
 		records with 'kubectl rebalance get'.
 
+		--max-in-flight N rebalances in waves: at most N workloads between
+		their trigger and done (rescheduled and, unless --wait-ready=false,
+		the replicas of the new placement ready, as the binding's
+		aggregatedStatus reports them); the next one starts as an earlier one
+		finishes. --progress-deadline fails a workload that takes too long,
+		--max-failures stops starting new ones after that many failures, and
+		Ctrl-C stops starting new ones at once. A recorded waved run (--name)
+		continues where it stopped when run again, never triggering a workload
+		twice. A run of more than 5 workloads says what it is about to do
+		first; -i asks before writing.
+
 		Exit codes:
 
 		* 0: every workload was triggered and, when waiting, rescheduled.
 		* 1: bad usage or input, or the Karmada apiserver could not be used.
 		* 2: some workload failed: it has no binding, its binding belongs to
-		  another workload, the scheduler failed, or the scheduler ignores the trigger.
+		  another workload, the scheduler failed, the scheduler ignores the trigger,
+		  or (in waves) it was not done within --progress-deadline.
 		* 3: the timeout expired while some workload was still pending, or the
 		  wait for a recorded WorkloadRebalancer's ttl was interrupted.`)
 
@@ -97,6 +109,9 @@ var (
 
 		# Leave the triggers to Karmada's in-cluster controller and follow its status
 		kubectl rebalance deploy/nginx --server-side --ttl 60
+
+		# Rebalance every Deployment in waves: 20 at a time, each rescheduled and ready within 5m, stopping after 3 failures
+		kubectl rebalance deployments -A --max-in-flight 20 --progress-deadline 5m --max-failures 3 --name fleet-rebalance
 
 		# Use a Karmada apiserver context from a kubeconfig shared with member clusters
 		kubectl rebalance deploy/nginx --karmada-context karmada-apiserver`)
@@ -135,6 +150,7 @@ type RebalanceOptions struct {
 	Burst          int
 	recordOptions
 	predictionOptions
+	waveOptions
 
 	// Set by Complete.
 	Args             []string
@@ -250,6 +266,7 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests the client may send at once before --qps applies; also the number of bindings handled in parallel.")
 	o.addRecordFlags(cmd)
 	addSelectionFlags(cmd, &o.Selection, "Rebalance only")
+	o.addWaveFlags(cmd)
 
 	o.PrintFlags.AddFlags(cmd)
 	output := flags.Lookup("output")
@@ -317,6 +334,9 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 	if o.printer == nil && o.OutputFormat != "" && o.OutputFormat != "wide" && !isReport(o.OutputFormat) {
 		return cmdutil.UsageErrorf(cmd, "invalid --output %q", o.OutputFormat)
 	}
+	if err := o.validateWaves(cmd); err != nil {
+		return err
+	}
 	return o.validateRecord(cmd)
 }
 
@@ -350,6 +370,12 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 				return o.printReport(&rebalance.Result{})
 			}
 			return nil
+		}
+	}
+	o.waveDeadline()
+	if len(resolved.Targets) > 0 {
+		if goOn, err := o.announce(resolved.Targets); err != nil || !goOn {
+			return withExitCode(ExitError, err)
 		}
 	}
 	if plan, err := o.recordPlan(resolved); err != nil {
@@ -386,7 +412,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
 	defer cancel()
-	result, runErr := runner.Run(runCtx, resolved.Targets)
+	result, waveResult, runErr := o.execute(runCtx, runner, resolved)
 	progress.Clear()
 	if ctx.Err() != nil {
 		runErr = nil // the interruption, not an error of the API: the table says what was done
@@ -403,7 +429,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if runErr != nil {
 		return withExitCode(ExitError, fmt.Errorf("%w; the table shows the %d binding(s) already triggered", o.apiError(runErr), result.Written))
 	}
-	if ctx.Err() != nil {
+	if waveResult != nil {
+		o.reportWaveStop(waveResult, "")
+	} else if ctx.Err() != nil {
 		fmt.Fprintln(o.ErrOut, interruptedSummary(result, o.DryRun))
 	}
 	switch {

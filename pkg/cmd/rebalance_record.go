@@ -216,6 +216,8 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		UIDs:   uids,
 		Notify: notify,
 	}
+	engine, closeWaves := o.recordWaves(rec, resolved)
+	defer closeWaves()
 
 	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
 	defer cancel()
@@ -244,6 +246,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		var pass *record.Pass
 		pass, passErr = rec.Reconcile(runCtx, obj)
 		progress.Clear()
+		closeWaves()
 		if pass != nil {
 			obj, rows = pass.Rebalancer, pass.Rows
 		}
@@ -254,6 +257,9 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		}
 	}
 	notes.print(o.ErrOut, o.karmadaRelease)
+	if engine != nil {
+		o.reportWaveStop(engine.Last, obj.Name)
+	}
 	var noController *record.NoControllerError
 	switch {
 	case errors.Is(passErr, record.ErrRebalancerGone):

@@ -1,0 +1,370 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/printers"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+)
+
+// Defaults and limits of the wave flags.
+const (
+	defaultProgressDeadline = 10 * time.Minute
+	// massThreshold is "a handful": a run that triggers more workloads says
+	// what it is about to do before it writes.
+	massThreshold = 5
+	// plainProgressInterval paces the progress lines written to a file or
+	// pipe (CI logs).
+	plainProgressInterval = 5 * time.Second
+	// confirmListLimit bounds the workloads -i lists before asking.
+	confirmListLimit = 20
+)
+
+// Values of --order.
+const (
+	orderCRD   = "crd"
+	orderGiven = "given"
+)
+
+// waveOptions are the flags of waved runs and of mass-operation safety.
+type waveOptions struct {
+	// MaxInFlight is --max-in-flight: 0 triggers every workload at once.
+	MaxInFlight      int
+	WaitReady        bool
+	ProgressDeadline time.Duration
+	MaxFailures      int
+	Pause            time.Duration
+	Order            string
+	Quiet            bool
+	Interactive      bool
+	// timeoutGiven is set when --timeout was on the command line.
+	timeoutGiven bool
+}
+
+// addWaveFlags registers the flags of waved runs.
+func (o *RebalanceOptions) addWaveFlags(cmd *cobra.Command) {
+	flags := cmd.Flags()
+	o.WaitReady = true
+	o.ProgressDeadline = defaultProgressDeadline
+	o.Order = orderCRD
+	flags.IntVar(&o.MaxInFlight, "max-in-flight", 0, "Rebalance in waves: at most this many workloads between \"trigger written\" and \"done\" at a time; the next one starts as an earlier one finishes. 0 triggers every workload at once.")
+	flags.BoolVar(&o.WaitReady, "wait-ready", o.WaitReady, "With --max-in-flight, a workload is done once it is rescheduled and the replicas of its new placement are ready (readyReplicas in the binding's aggregatedStatus). With false, rescheduled is done.")
+	flags.DurationVar(&o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "With --max-in-flight, how long each workload may take from its start to done; one that is not triggered, rescheduled or ready by then counts as failed. 0 means no limit.")
+	flags.IntVar(&o.MaxFailures, "max-failures", 0, "With --max-in-flight, stop starting workloads once this many failed; those in flight are finished and reported, the rest stay pending (exit code 2). 0 means no limit.")
+	flags.DurationVar(&o.Pause, "pause", 0, "With --max-in-flight, keep a slot free this long after its workload finished before the next workload takes it (a pause between waves).")
+	flags.StringVar(&o.Order, "order", o.Order, `With --max-in-flight, the order workloads start in: "crd" (a WorkloadRebalancer's order: apiVersion, kind, namespace, name) or "given" (the order of the arguments, files or listing).`)
+	flags.BoolVar(&o.Quiet, "quiet", false, "Print no progress and no announcement of a large run on stderr; the results and the summary are still printed.")
+	flags.BoolVarP(&o.Interactive, "interactive", "i", false, "List the workloads and ask before writing anything; only \"y\" goes on.")
+	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{orderCRD, orderGiven}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// validateWaves checks the wave flags.
+func (o *RebalanceOptions) validateWaves(cmd *cobra.Command) error {
+	o.timeoutGiven = cmd.Flags().Changed("timeout")
+	waveOnly := []string{"wait-ready", "progress-deadline", "max-failures", "pause", "order"}
+	switch {
+	case o.MaxInFlight < 0:
+		return cmdutil.UsageErrorf(cmd, "--max-in-flight must be 0 (no waves) or more, got %d", o.MaxInFlight)
+	case o.MaxFailures < 0:
+		return cmdutil.UsageErrorf(cmd, "--max-failures must be 0 (no limit) or more, got %d", o.MaxFailures)
+	case o.ProgressDeadline < 0 || o.Pause < 0:
+		return cmdutil.UsageErrorf(cmd, "--progress-deadline and --pause cannot be negative")
+	case o.Order != orderCRD && o.Order != orderGiven:
+		return cmdutil.UsageErrorf(cmd, "invalid --order %q: use %s or %s", o.Order, orderCRD, orderGiven)
+	case o.MaxInFlight > 0 && !o.Wait:
+		return cmdutil.UsageErrorf(cmd, "--max-in-flight needs --wait: a wave moves on when workloads are done, which is only known by waiting")
+	case o.MaxInFlight > 0 && o.ServerSide:
+		return cmdutil.UsageErrorf(cmd, "--max-in-flight cannot be combined with --server-side: Karmada's controller triggers every workload at once")
+	}
+	if o.MaxInFlight == 0 {
+		for _, name := range waveOnly {
+			if cmd.Flags().Changed(name) {
+				return cmdutil.UsageErrorf(cmd, "--%s applies to waves only: add --max-in-flight N", name)
+			}
+		}
+	}
+	return nil
+}
+
+// waved reports whether the run goes in waves. A dry run writes nothing and
+// waits for nothing, so it shows every workload at once.
+func (o *RebalanceOptions) waved() bool {
+	return o.MaxInFlight > 0 && o.DryRun == rebalance.DryRunNone
+}
+
+// waveDeadline lifts the default --timeout off a waved run: each workload
+// is bounded by --progress-deadline instead, and a fleet takes longer than
+// two minutes. A --timeout given on the command line still bounds the run.
+func (o *RebalanceOptions) waveDeadline() {
+	if o.waved() && !o.timeoutGiven {
+		o.deadline = time.Now().Add(100 * 365 * 24 * time.Hour)
+	}
+}
+
+// quiet reports whether progress lines are left out.
+func (o *RebalanceOptions) quiet() bool {
+	return o.Quiet || o.OutputFormat == "name"
+}
+
+// waveEngine builds the engine of a waved run, reporting to progress.
+func (o *RebalanceOptions) waveEngine(resolved *rebalance.Resolved, progress *waveProgress) *waves.Engine {
+	e := &waves.Engine{Options: waves.Options{
+		MaxInFlight:      o.MaxInFlight,
+		WaitReady:        o.WaitReady,
+		ProgressDeadline: o.ProgressDeadline,
+		MaxFailures:      o.MaxFailures,
+		Pause:            o.Pause,
+		Progress:         progress.Update,
+	}}
+	if o.Order == orderGiven {
+		rank := make(map[rebalance.Workload]int, len(resolved.Targets))
+		for i, t := range resolved.Targets {
+			if _, ok := rank[t.Workload]; !ok {
+				rank[t.Workload] = i
+			}
+		}
+		e.Order = func(a, b rebalance.Workload) int { return rank[a] - rank[b] }
+	}
+	return e
+}
+
+// reportWaveStop says plainly, after the table, why a waved run left
+// workloads unstarted, and what to do next.
+func (o *RebalanceOptions) reportWaveStop(res *waves.Result, recorded string) {
+	if res == nil || res.Stop == waves.StopNone {
+		return
+	}
+	next := "run the same command again to rebalance them (workloads already triggered are rebalanced again: give --name to record the run and continue where it stopped)"
+	if recorded != "" {
+		next = fmt.Sprintf("run the same command again to continue with them; workloadrebalancer %s records which workloads were triggered, and none is triggered twice", recorded)
+	}
+	inFlight := "none was in flight then"
+	if res.InFlightAtStop > 0 {
+		inFlight = fmt.Sprintf("%d workload(s) were in flight then (see the table)", res.InFlightAtStop)
+	}
+	fmt.Fprintf(o.ErrOut, "stopped: %s; %s, %d not started (pending): %s\n", res.StopMessage, inFlight, res.NotStarted, next)
+}
+
+// announce says what a run of more than a handful of workloads is about to
+// do, and with -i asks before anything is written. It reports false when
+// the user said no.
+func (o *RebalanceOptions) announce(targets []rebalance.Target) (bool, error) {
+	workloads := rebalance.DistinctWorkloads(targets)
+	if len(workloads) > massThreshold && !o.Quiet || o.Interactive {
+		fmt.Fprintln(o.ErrOut, o.announcement(workloads))
+	}
+	if !o.Interactive {
+		return true, nil
+	}
+	for i, w := range workloads {
+		if i == confirmListLimit {
+			fmt.Fprintf(o.ErrOut, "  ... and %d more\n", len(workloads)-confirmListLimit)
+			break
+		}
+		name := rbprinters.WorkloadName(w)
+		if w.Namespace != "" {
+			name = w.Namespace + "/" + name
+		}
+		fmt.Fprintln(o.ErrOut, "  "+name)
+	}
+	fmt.Fprint(o.ErrOut, "Do you want to continue? (y/n): ")
+	answer, err := bufio.NewReader(o.In).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return false, fmt.Errorf("reading the answer failed: %w", err)
+	}
+	if strings.ToLower(strings.TrimSpace(answer)) != "y" {
+		fmt.Fprintln(o.ErrOut, "rebalance cancelled: nothing was written")
+		return false, nil
+	}
+	return true, nil
+}
+
+// announcement describes a run before it writes: how many workloads of which
+// kinds in how many namespaces, and how they are paced.
+func (o *RebalanceOptions) announcement(workloads []rebalance.Workload) string {
+	kinds := map[string]int{}
+	namespaces := map[string]bool{}
+	for _, w := range workloads {
+		kinds[strings.SplitN(rbprinters.WorkloadName(w), "/", 2)[0]]++
+		namespaces[w.Namespace] = true
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	verb := "about to rebalance"
+	if o.DryRun != rebalance.DryRunNone {
+		verb = "dry run: would rebalance"
+	}
+	line := fmt.Sprintf("%s %d workloads (%s) in %d namespace(s)", verb, len(workloads), strings.Join(parts, ", "), len(namespaces))
+	switch {
+	case o.DryRun != rebalance.DryRunNone:
+	case o.waved():
+		line += fmt.Sprintf(": in waves of at most %d in flight, each done when %s within %s", o.MaxInFlight, o.doneWord(), deadlineText(o.ProgressDeadline))
+		if o.MaxFailures > 0 {
+			line += fmt.Sprintf(", stopping after %d failure(s)", o.MaxFailures)
+		}
+		if o.Pause > 0 {
+			line += fmt.Sprintf(", a pause of %s per slot", o.Pause)
+		}
+		line += "; Ctrl-C stops starting new ones"
+	default:
+		line += ": every trigger at once; add --max-in-flight N to go in waves, -i to confirm first"
+	}
+	return line
+}
+
+func (o *RebalanceOptions) doneWord() string {
+	if o.WaitReady {
+		return "rescheduled and ready"
+	}
+	return "rescheduled"
+}
+
+func deadlineText(d time.Duration) string {
+	if d == 0 {
+		return "no deadline"
+	}
+	return d.String()
+}
+
+// waveProgress shows how far a waved run got: on a terminal a live line,
+// redrawn in place; elsewhere (CI, logs) one plain line every few seconds.
+type waveProgress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	terminal bool
+	quiet    bool
+	shown    bool
+	last     time.Time
+	latest   waves.Status
+	stop     chan struct{}
+	stopped  sync.WaitGroup
+}
+
+// newWaveProgress starts the progress of a run writing to w.
+func newWaveProgress(w io.Writer, quiet bool) *waveProgress {
+	p := &waveProgress{w: w, terminal: printers.IsTerminal(w), quiet: quiet, stop: make(chan struct{})}
+	if !quiet && !p.terminal {
+		p.stopped.Add(1)
+		go p.tick()
+	}
+	return p
+}
+
+// Update takes new counts; a terminal line is redrawn at most every
+// progressInterval.
+func (p *waveProgress) Update(s waves.Status) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latest = s
+	if p.quiet || !p.terminal {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.last) < progressInterval {
+		return
+	}
+	p.last = now
+	p.shown = true
+	fmt.Fprintf(p.w, "\r\033[K%s", progressText(s, now))
+}
+
+// tick writes a plain line every plainProgressInterval while the run goes on.
+func (p *waveProgress) tick() {
+	defer p.stopped.Done()
+	ticker := time.NewTicker(plainProgressInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-ticker.C:
+			p.mu.Lock()
+			if p.latest.Total > 0 {
+				fmt.Fprintln(p.w, progressText(p.latest, now))
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// Close ends the progress and clears a terminal line.
+func (p *waveProgress) Close() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	p.stopped.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// progressText renders counts, rate and ETA on one line, e.g.
+// "waves: 40 done, 10 in flight, 50 pending, 0 failed; 2.0/s, ETA 30s".
+func progressText(s waves.Status, now time.Time) string {
+	line := fmt.Sprintf("waves: %d done, %d in flight, %d pending, %d failed", s.Done, s.InFlight, s.Pending, s.Failed)
+	finished := s.Done + s.Failed
+	elapsed := now.Sub(s.Started)
+	if finished == 0 || elapsed <= 0 {
+		return line + "; rate and ETA after the first workload finishes"
+	}
+	rate := float64(finished) / elapsed.Seconds()
+	left := s.Pending + s.InFlight
+	if s.Stop != waves.StopNone {
+		left = s.InFlight
+	}
+	eta := time.Duration(float64(left) / rate * float64(time.Second)).Round(time.Second)
+	return fmt.Sprintf("%s; %.1f/s, ETA %s", line, rate, eta)
+}
+
+// execute runs the plain (unrecorded) rebalance: all at once with runner, or
+// in waves. The wave result is nil for a run all at once.
+func (o *RebalanceOptions) execute(ctx context.Context, runner *rebalance.Runner, resolved *rebalance.Resolved) (*rebalance.Result, *waves.Result, error) {
+	if !o.waved() {
+		result, err := runner.Run(ctx, resolved.Targets)
+		return result, nil, err
+	}
+	progress := newWaveProgress(o.ErrOut, o.quiet())
+	engine := o.waveEngine(resolved, progress)
+	result, err := engine.Execute(ctx, runner, resolved.Targets)
+	progress.Close()
+	return result, engine.Last, err
+}
+
+// recordWaves makes a recorded run go in waves: the record's passes hand
+// their pending workloads to a wave engine, whose ledger is the status. It
+// returns nil and a no-op for a run all at once; the function returned ends
+// the progress output and may be called more than once.
+func (o *RebalanceOptions) recordWaves(rec *record.Recorder, resolved *rebalance.Resolved) (*waves.Engine, func()) {
+	if !o.waved() {
+		return nil, func() {}
+	}
+	progress := newWaveProgress(o.ErrOut, o.quiet())
+	engine := o.waveEngine(resolved, progress)
+	rec.Execute = engine.Execute
+	return engine, progress.Close
+}

@@ -1,0 +1,107 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+)
+
+func TestWaveUsageErrors(t *testing.T) {
+	kubeconfig := writeKubeconfig(t)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "negative window", args: []string{"--max-in-flight=-1"}, wantErr: "error: --max-in-flight must be 0 (no waves) or more, got -1\n"},
+		{name: "negative budget", args: []string{"--max-in-flight=2", "--max-failures=-1"}, wantErr: "error: --max-failures must be 0 (no limit) or more, got -1\n"},
+		{name: "bad order", args: []string{"--max-in-flight=2", "--order=random"}, wantErr: `error: invalid --order "random": use crd or given` + "\n"},
+		{name: "wave flag without waves", args: []string{"--max-failures=2"}, wantErr: "error: --max-failures applies to waves only: add --max-in-flight N\n"},
+		{name: "waves without waiting", args: []string{"--max-in-flight=2", "--wait=false"}, wantErr: "error: --max-in-flight needs --wait"},
+		{name: "waves server-side", args: []string{"--max-in-flight=2", "--server-side"}, wantErr: "error: --max-in-flight cannot be combined with --server-side"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runRebalance(t, append([]string{"--kubeconfig", kubeconfig, "deploy/a"}, tt.args...)...)
+			assert.Equal(t, ExitError, code)
+			assert.Empty(t, stdout)
+			assert.True(t, strings.HasPrefix(stderr, tt.wantErr), "stderr: %q", stderr)
+		})
+	}
+}
+
+func manyTargets(n int) []rebalance.Target {
+	out := make([]rebalance.Target, 0, n)
+	for i := range n {
+		ns := fmt.Sprintf("ns-%d", i%3)
+		out = append(out, rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: fmt.Sprintf("app-%d", i)}})
+	}
+	out = append(out, rebalance.Target{Workload: rebalance.Workload{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns-0", Name: "settings"}})
+	return out
+}
+
+func TestAnnounce(t *testing.T) {
+	streams, in, _, errOut := genericiooptions.NewTestIOStreams()
+	o := NewRebalanceOptions(streams)
+	o.MaxInFlight, o.WaitReady, o.ProgressDeadline, o.MaxFailures, o.DryRun = 10, true, 5*time.Minute, 3, rebalance.DryRunNone
+
+	goOn, err := o.announce(manyTargets(3))
+	require.NoError(t, err)
+	assert.True(t, goOn)
+	assert.Empty(t, errOut.String(), "a handful is not announced")
+
+	goOn, err = o.announce(manyTargets(30))
+	require.NoError(t, err)
+	assert.True(t, goOn)
+	assert.Equal(t, "about to rebalance 31 workloads (1 configmap, 30 deployment.apps) in 3 namespace(s): in waves of at most 10 in flight, each done when rescheduled and ready within 5m0s, stopping after 3 failure(s); Ctrl-C stops starting new ones\n", errOut.String())
+
+	errOut.Reset()
+	o.Interactive = true
+	in.WriteString("n\n")
+	goOn, err = o.announce(manyTargets(30))
+	require.NoError(t, err)
+	assert.False(t, goOn)
+	assert.Contains(t, errOut.String(), "  ns-0/deployment.apps/app-0\n")
+	assert.Contains(t, errOut.String(), "  ... and 11 more\nDo you want to continue? (y/n): rebalance cancelled: nothing was written\n")
+
+	errOut.Reset()
+	in.WriteString("y\n")
+	goOn, err = o.announce(manyTargets(2))
+	require.NoError(t, err)
+	assert.True(t, goOn, "-i asks even for a handful")
+	assert.Contains(t, errOut.String(), "Do you want to continue? (y/n): ")
+
+	errOut.Reset()
+	o.Interactive, o.MaxInFlight = false, 0
+	_, _ = o.announce(manyTargets(30))
+	assert.Contains(t, errOut.String(), ": every trigger at once; add --max-in-flight N to go in waves, -i to confirm first\n")
+}
+
+func TestProgressText(t *testing.T) {
+	start := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	s := waves.Status{Total: 100, Done: 38, Failed: 2, InFlight: 10, Pending: 50, Started: start}
+	assert.Equal(t, "waves: 38 done, 10 in flight, 50 pending, 2 failed; 2.0/s, ETA 30s", progressText(s, start.Add(20*time.Second)))
+	assert.Equal(t, "waves: 0 done, 10 in flight, 90 pending, 0 failed; rate and ETA after the first workload finishes",
+		progressText(waves.Status{Total: 100, InFlight: 10, Pending: 90, Started: start}, start.Add(time.Second)))
+}
+
+func TestWaveProgressOffATerminal(t *testing.T) {
+	var buf bytes.Buffer
+	p := newWaveProgress(&buf, false)
+	p.Update(waves.Status{Total: 3, Pending: 3, Started: time.Now()})
+	p.Close()
+	assert.NotContains(t, buf.String(), "\r", "no terminal control off a terminal")
+	quiet := newWaveProgress(&buf, true)
+	quiet.Update(waves.Status{Total: 3, Pending: 3, Started: time.Now()})
+	quiet.Close()
+	assert.Empty(t, buf.String())
+}

@@ -1,0 +1,251 @@
+package waves
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+// TestWavesNeverMoreThanMaxInFlight rebalances six workloads two at a time
+// and follows their bindings meanwhile: never more than two are between
+// their trigger and done (rescheduled, replicas ready), and the first done
+// comes before the third trigger.
+func TestWavesNeverMoreThanMaxInFlight(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	const ns = "waves-window"
+	apps := names("app", 6)
+	fixtures.TestNamespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, apps...)
+	tl := watchTimeline(ctx, t, c, ns, true)
+
+	res := rt.Rebalance(t, cp, append([]string{"-n", ns, "--max-in-flight", "2", "-o", "wide"}, deployArgs(apps)...)...)
+	require.Equal(t, cmd.ExitOK, res.Code)
+	assert.Contains(t, res.Stderr, "about to rebalance 6 workloads (6 deployment.apps) in 1 namespace(s): in waves of at most 2 in flight, each done when rescheduled and ready within 10m0s; Ctrl-C stops starting new ones\n")
+	assert.Contains(t, res.Stderr, "6 workloads: 6 successful, 0 failed, 0 pending; 6 rescheduled, 0 ignored\n")
+	for _, app := range apps {
+		line := fixtures.TableLine(t, res.Stdout, "deployment.apps/"+app)
+		assert.Contains(t, line, "replicas ready: member", app)
+	}
+
+	tl.waitDone(ctx, t, len(apps))
+	peak, beforeFirstDone := tl.peak()
+	assert.LessOrEqual(t, peak, 2, "at most --max-in-flight between trigger and done")
+	assert.GreaterOrEqual(t, peak, 1)
+	assert.LessOrEqual(t, beforeFirstDone, 2, "the third trigger waited for a workload to be done")
+}
+
+// TestWavesReadinessGate rebalances a workload whose pods cannot start in
+// any member (no node matches its nodeSelector) before one that can, one at
+// a time: the first is rescheduled but never ready, so it fails at its
+// progress deadline (DeadlineExceeded, NotReady) and only then does the
+// second start. With --wait-ready=false, rescheduled is enough.
+func TestWavesReadinessGate(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	const ns = "waves-ready"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	gated := fixtures.Deployment(ns, "gated", 2)
+	gated.Spec.Template.Spec.NodeSelector = map[string]string{"rebalance.test/no-such-node": "true"}
+	_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, gated, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rt.Deployments(ctx, t, c, ns, "open")
+	_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,
+		fixtures.DynamicWeightPolicy(ns, "gated", "apps/v1", "Deployment", []string{"gated"}, []string{"member1", "member2"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	fixtures.WaitScheduled(ctx, t, c, ns, "gated-deployment")
+
+	res := rt.Rebalance(t, cp, "-n", ns, "deploy/open", "deploy/gated", "--max-in-flight", "1", "--progress-deadline", "15s", "-o", "wide")
+	require.Equal(t, cmd.ExitFailed, res.Code)
+	gatedRow := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/gated"))
+	assert.Equal(t, []string{"Successful", "DeadlineExceeded"}, gatedRow[1:3])
+	assert.Contains(t, gatedRow, "NotReady")
+	openRow := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/open"))
+	assert.Equal(t, []string{"Successful", "Scheduled"}, openRow[1:3])
+	assert.Contains(t, res.Stderr, "2 workloads: 2 successful, 0 failed, 0 pending; 1 rescheduled, 0 ignored, 1 past the progress deadline\n")
+
+	// CRD order: gated before open; open started only once gated's
+	// deadline had passed.
+	g := rt.Binding(ctx, t, c, ns, "gated-deployment")
+	o := rt.Binding(ctx, t, c, ns, "open-deployment")
+	require.NotNil(t, g.Spec.RescheduleTriggeredAt)
+	require.NotNil(t, o.Spec.RescheduleTriggeredAt)
+	assert.False(t, o.Spec.RescheduleTriggeredAt.Time.Before(g.Spec.RescheduleTriggeredAt.Add(14*time.Second)),
+		"open triggered at %s, gated at %s", o.Spec.RescheduleTriggeredAt, g.Spec.RescheduleTriggeredAt)
+
+	time.Sleep(1100 * time.Millisecond)
+	scheduledOnly := rt.Rebalance(t, cp, "-n", ns, "deploy/gated", "--max-in-flight", "1", "--progress-deadline", "15s", "--wait-ready=false")
+	require.Equal(t, cmd.ExitOK, scheduledOnly.Code)
+	assert.Contains(t, scheduledOnly.Stderr, "1 workload: 1 successful, 0 failed, 0 pending; 1 rescheduled, 0 ignored\n")
+}
+
+// TestWavesFailureBudget rebalances three workloads whose clusters no
+// longer match their policy (a real NoClusterFit) before two that are
+// fine, one at a time, with --max-failures 2: after the second failure no
+// workload is started, the rest stay pending without a trigger, the command
+// says why it stopped and exits 2.
+func TestWavesFailureBudget(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	const ns, label = "waves-budget", "rebalance.test/waves-budget"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	for _, cluster := range []string{"member1", "member2"} {
+		setClusterLabel(ctx, t, c, cluster, label, "yes")
+		t.Cleanup(func() { setClusterLabel(context.Background(), t, c, cluster, label, "") })
+	}
+	misfits := names("a-misfit", 3)
+	for _, n := range misfits {
+		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, fixtures.Deployment(ns, n, 2), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	policy := fixtures.DynamicWeightPolicy(ns, "misfit", "apps/v1", "Deployment", misfits, nil)
+	policy.Spec.Placement.ClusterAffinity = &policyv1alpha1.ClusterAffinity{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}}
+	_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx, policy, metav1.CreateOptions{})
+	require.NoError(t, err)
+	fits := names("b-fit", 2)
+	rt.Deployments(ctx, t, c, ns, fits...)
+	for _, n := range misfits {
+		fixtures.WaitScheduled(ctx, t, c, ns, n+"-deployment")
+	}
+	// No cluster fits the misfits' policy any more; only a fresh schedule
+	// applies the affinity again.
+	for _, cluster := range []string{"member1", "member2"} {
+		setClusterLabel(ctx, t, c, cluster, label, "")
+	}
+	time.Sleep(2 * time.Second)
+
+	all := append(append([]string{}, fits...), misfits...)
+	res := rt.Rebalance(t, cp, append([]string{"-n", ns, "--max-in-flight", "1", "--max-failures", "2", "-o", "wide"}, deployArgs(all)...)...)
+	require.Equal(t, cmd.ExitFailed, res.Code)
+	for i, n := range misfits {
+		row := fixtures.SplitCells(fixtures.TableLine(t, res.Stdout, "deployment.apps/"+n))
+		if i < 2 {
+			assert.Equal(t, []string{"Successful", "SchedulingFailed"}, row[1:3], n)
+			assert.Contains(t, row, "NoClusterFit", n)
+			continue
+		}
+		assert.Equal(t, []string{"Pending", "<none>"}, row[1:3], n)
+	}
+	for _, n := range fits {
+		assert.Contains(t, fixtures.TableLine(t, res.Stdout, "deployment.apps/"+n), "not started: the failure budget (--max-failures) was used up")
+	}
+	assert.Contains(t, res.Stderr, "stopped: 2 workload(s) failed, which reached --max-failures 2; no further workload was started; none was in flight then, 3 not started (pending)")
+
+	for _, n := range append([]string{misfits[2]}, fits...) {
+		assert.Nil(t, rt.Binding(ctx, t, c, ns, n+"-deployment").Spec.RescheduleTriggeredAt, "%s not triggered", n)
+	}
+	for _, n := range misfits[:2] {
+		b := rt.Binding(ctx, t, c, ns, n+"-deployment")
+		assert.True(t, meta.IsStatusConditionFalse(b.Status.Conditions, workv1alpha2.Scheduled), n)
+	}
+}
+
+// TestWavesSIGINTThenResume interrupts a recorded waved run of the built
+// binary with SIGINT and runs the same command again.
+func TestWavesSIGINTThenResume(t *testing.T) {
+	interruptThenResume(t, "waves-sigint", os.Interrupt)
+}
+
+// TestWavesKillThenResume kills a recorded waved run of the built binary
+// with SIGKILL (kill -9: no chance to write anything more) and runs the same
+// command again.
+func TestWavesKillThenResume(t *testing.T) {
+	interruptThenResume(t, "waves-kill", syscall.SIGKILL)
+}
+
+// interruptThenResume stops a recorded run with --max-in-flight 2 once three
+// bindings hold their trigger, checks the WorkloadRebalancer's status (the
+// ledger: no entry is Successful whose binding has no trigger), runs the same
+// command again and checks that it finishes every workload while each
+// binding's trigger was written exactly once over both runs (PATCH requests
+// counted by a proxy in front of the Karmada apiserver).
+func interruptThenResume(t *testing.T, ns string, sig os.Signal) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	name := ns
+	apps := names("app", 10)
+	fixtures.TestNamespace(ctx, t, c, ns)
+	rt.Deployments(ctx, t, c, ns, apps...)
+	rt.DeleteRebalancerAfter(t, c, name)
+	args := append([]string{"-n", ns, "--name", name, "--max-in-flight", "2"}, deployArgs(apps)...)
+
+	first, err := cp.StartCountingProxy()
+	require.NoError(t, err)
+	defer first.Close()
+	p := rt.StartBinary(t, cp, append(args, "--kubeconfig", first.Kubeconfig)...)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return len(triggered(ctx, t, c, ns, apps)) >= 3, nil
+	}), "no wave went by; stderr so far:\n%s", p.Stderr())
+	require.NoError(t, p.Cmd.Process.Signal(sig))
+	res := p.Wait(t, time.Minute)
+
+	written := triggered(ctx, t, c, ns, apps)
+	require.Less(t, len(written), len(apps), "stopped before the last trigger")
+	rb := rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb, "the record is left in place")
+	assert.Nil(t, rb.Status.FinishTime, "not finished")
+	require.Len(t, rb.Status.ObservedWorkloads, len(apps))
+	recorded := 0
+	for _, o := range rb.Status.ObservedWorkloads {
+		if o.Result == appsv1alpha1.RebalanceSuccessful {
+			recorded++
+			assert.True(t, written[o.Workload.Name], "%s recorded Successful only once its trigger is written", o.Workload.Name)
+		}
+	}
+	if sig == os.Interrupt {
+		require.Equal(t, cmd.ExitPending, res.Code)
+		assert.Contains(t, res.Stderr, "stopped: interrupted; no further workload was started; ")
+		assert.Contains(t, res.Stderr, "workloadrebalancer "+name+" records which workloads were triggered, and none is triggered twice")
+		assert.Equal(t, len(written), recorded, "every trigger written is recorded when the run stops")
+	}
+
+	second, err := cp.StartCountingProxy()
+	require.NoError(t, err)
+	defer second.Close()
+	later := rt.Rebalance(t, cp, append(args, "--kubeconfig", second.Kubeconfig)...)
+	require.Equal(t, cmd.ExitOK, later.Code)
+	assert.Contains(t, later.Stderr, "workloadrebalancer.apps.karmada.io/"+name+" unchanged\n")
+	rb = rt.Rebalancer(ctx, t, c, name)
+	require.NotNil(t, rb)
+	assert.NotNil(t, rb.Status.FinishTime, "finished")
+	for _, o := range rb.Status.ObservedWorkloads {
+		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, o.Result, o.Workload.Name)
+	}
+	for _, app := range apps {
+		b := rt.Binding(ctx, t, c, ns, app+"-deployment")
+		require.NotNil(t, b.Spec.RescheduleTriggeredAt, app)
+		assert.True(t, b.Spec.RescheduleTriggeredAt.Equal(&rb.CreationTimestamp), "%s triggered at the creationTimestamp", app)
+	}
+	patches := first.Counter.Counts()["PATCH"] + second.Counter.Counts()["PATCH"]
+	t.Logf("requests: first run %s, second run %s", first.Counter, second.Counter)
+	assert.Equal(t, len(apps), patches, "every binding's trigger written exactly once over both runs")
+}
+
+// triggered returns the workloads whose binding holds a trigger.
+func triggered(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, apps []string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, app := range apps {
+		if rt.Binding(ctx, t, c, ns, app+"-deployment").Spec.RescheduleTriggeredAt != nil {
+			out[app] = true
+		}
+	}
+	return out
+}
