@@ -412,7 +412,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
 	defer cancel()
-	result, waveResult, runErr := o.execute(runCtx, runner, resolved)
+	result, waveResult, runErr := o.execute(runCtx, runner, resolved, client)
 	progress.Clear()
 	if ctx.Err() != nil {
 		runErr = nil // the interruption, not an error of the API: the table says what was done

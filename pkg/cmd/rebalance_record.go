@@ -216,7 +216,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		UIDs:   uids,
 		Notify: notify,
 	}
-	engine, closeWaves := o.recordWaves(rec, resolved)
+	engine, closeWaves := o.recordWaves(rec, resolved, client)
 	defer closeWaves()
 
 	runCtx, cancel := context.WithDeadline(ctx, o.deadline)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
@@ -120,8 +121,8 @@ func (o *RebalanceOptions) quiet() bool {
 }
 
 // waveEngine builds the engine of a waved run, reporting to progress.
-func (o *RebalanceOptions) waveEngine(resolved *rebalance.Resolved, progress *waveProgress) *waves.Engine {
-	e := &waves.Engine{Options: waves.Options{
+func (o *RebalanceOptions) waveEngine(resolved *rebalance.Resolved, client karmadaclient.Interface, progress *waveProgress) *waves.Engine {
+	e := &waves.Engine{Lister: waves.NewBindingLister(client), Options: waves.Options{
 		MaxInFlight:      o.MaxInFlight,
 		WaitReady:        o.WaitReady,
 		ProgressDeadline: o.ProgressDeadline,
@@ -343,13 +344,13 @@ func progressText(s waves.Status, now time.Time) string {
 
 // execute runs the plain (unrecorded) rebalance: all at once with runner, or
 // in waves. The wave result is nil for a run all at once.
-func (o *RebalanceOptions) execute(ctx context.Context, runner *rebalance.Runner, resolved *rebalance.Resolved) (*rebalance.Result, *waves.Result, error) {
+func (o *RebalanceOptions) execute(ctx context.Context, runner *rebalance.Runner, resolved *rebalance.Resolved, client karmadaclient.Interface) (*rebalance.Result, *waves.Result, error) {
 	if !o.waved() {
 		result, err := runner.Run(ctx, resolved.Targets)
 		return result, nil, err
 	}
 	progress := newWaveProgress(o.ErrOut, o.quiet())
-	engine := o.waveEngine(resolved, progress)
+	engine := o.waveEngine(resolved, client, progress)
 	result, err := engine.Execute(ctx, runner, resolved.Targets)
 	progress.Close()
 	return result, engine.Last, err
@@ -359,12 +360,12 @@ func (o *RebalanceOptions) execute(ctx context.Context, runner *rebalance.Runner
 // their pending workloads to a wave engine, whose ledger is the status. It
 // returns nil and a no-op for a run all at once; the function returned ends
 // the progress output and may be called more than once.
-func (o *RebalanceOptions) recordWaves(rec *record.Recorder, resolved *rebalance.Resolved) (*waves.Engine, func()) {
+func (o *RebalanceOptions) recordWaves(rec *record.Recorder, resolved *rebalance.Resolved, client karmadaclient.Interface) (*waves.Engine, func()) {
 	if !o.waved() {
 		return nil, func() {}
 	}
 	progress := newWaveProgress(o.ErrOut, o.quiet())
-	engine := o.waveEngine(resolved, progress)
+	engine := o.waveEngine(resolved, client, progress)
 	rec.Execute = engine.Execute
 	return engine, progress.Close
 }

@@ -103,8 +103,22 @@ type Engine struct {
 	// BindingMover from the runner it is given.
 	Mover Mover
 	Options
+	// Lister, when set, lets a batch of more than FleetThreshold workloads
+	// read its bindings with one list per namespace and follow them with one
+	// watch per namespace, instead of a get and a watch per workload.
+	Lister BindingLister
+	// FleetThreshold is the batch size above which Lister is used; zero
+	// means 8.
+	FleetThreshold int
 	// Last is the result of the last Execute.
 	Last *Result
+}
+
+func (e *Engine) fleetThreshold() int {
+	if e.FleetThreshold <= 0 {
+		return 8
+	}
+	return e.FleetThreshold
 }
 
 // Execute runs targets in waves with runner as the template of every
@@ -117,7 +131,18 @@ func (e *Engine) Execute(ctx context.Context, runner *rebalance.Runner, targets 
 	ledger := template.Triggered
 	template.Triggered = nil
 	mover := e.Mover
-	if mover == nil {
+	var fl *fleet
+	switch {
+	case mover != nil:
+	case e.Lister != nil && len(rebalance.DistinctWorkloads(targets)) > e.fleetThreshold():
+		fleetCtx, cancel := context.WithCancel(ctx)
+		defer func() {
+			cancel()
+			fl.stop()
+		}()
+		fl = newFleet(fleetCtx, template.API, e.Lister)
+		mover = &fleetMover{runner: &template, waitReady: e.WaitReady, fleet: fl}
+	default:
 		mover = &BindingMover{Runner: &template, WaitReady: e.WaitReady}
 	}
 	res, err := e.Run(ctx, mover, targets, ledger)

@@ -1,0 +1,195 @@
+package waves
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// fakeFleet is an API server holding ResourceBindings whose scheduler
+// answers every trigger at once and whose members report the replicas ready
+// a moment later. It counts requests by verb.
+type fakeFleet struct {
+	mu       sync.Mutex
+	bindings map[string]*rebalance.Binding
+	watchers []*fakeWatch
+	requests map[string]int
+}
+
+type fakeWatch struct {
+	namespace string
+	ch        chan watch.Event
+	done      chan struct{}
+	once      sync.Once
+}
+
+func (w *fakeWatch) Stop()                          { w.once.Do(func() { close(w.done) }) }
+func (w *fakeWatch) ResultChan() <-chan watch.Event { return w.ch }
+
+func newFakeFleet(namespaces, perNamespace int) *fakeFleet {
+	f := &fakeFleet{bindings: map[string]*rebalance.Binding{}, requests: map[string]int{}}
+	last := metav1.NewTime(time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC))
+	for n := range namespaces {
+		for i := range perNamespace {
+			ns, name := fmt.Sprintf("ns-%d", n), fmt.Sprintf("app-%d", i)
+			f.bindings[ns+"/"+name+"-deployment"] = &rebalance.Binding{
+				Namespace: ns, Name: name + "-deployment", Generation: 1, ResourceVersion: "1",
+				Labels: map[string]string{policyv1alpha1.PropagationPolicyPermanentIDLabel: "p"},
+				Spec: workv1alpha2.ResourceBindingSpec{
+					Resource: workv1alpha2.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name},
+					Clusters: []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 1}},
+				},
+				Status: workv1alpha2.ResourceBindingStatus{LastScheduledTime: &last, SchedulerObservedGeneration: 1,
+					Conditions: []metav1.Condition{{Type: workv1alpha2.Scheduled, Status: metav1.ConditionTrue, Reason: "Success", LastTransitionTime: last}}},
+			}
+		}
+	}
+	return f
+}
+
+func (f *fakeFleet) count(verb string) {
+	f.mu.Lock()
+	f.requests[verb]++
+	f.mu.Unlock()
+}
+
+func toRB(b *rebalance.Binding) *workv1alpha2.ResourceBinding {
+	rb := &workv1alpha2.ResourceBinding{Spec: b.Spec, Status: b.Status}
+	rb.Namespace, rb.Name, rb.Generation, rb.ResourceVersion, rb.Labels = b.Namespace, b.Name, b.Generation, b.ResourceVersion, b.Labels
+	return rb
+}
+
+func (f *fakeFleet) Get(_ context.Context, namespace, name string) (*rebalance.Binding, error) {
+	f.count("GET")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.bindings[namespace+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, name)
+	}
+	copied := rebalance.BindingFromObject(toRB(b))
+	return copied, nil
+}
+
+func (f *fakeFleet) List(_ context.Context, namespace string, _ bool) ([]*rebalance.Binding, string, error) {
+	f.count("LIST")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*rebalance.Binding
+	for _, b := range f.bindings {
+		if b.Namespace == namespace {
+			out = append(out, rebalance.BindingFromObject(toRB(b)))
+		}
+	}
+	return out, "1", nil
+}
+
+func (f *fakeFleet) PatchTrigger(_ context.Context, w rebalance.TriggerWrite) (*rebalance.Binding, error) {
+	f.count("PATCH")
+	f.mu.Lock()
+	b := f.bindings[w.Namespace+"/"+w.Name]
+	at := w.At
+	b.Spec.RescheduleTriggeredAt = &at
+	b.Generation++
+	written := rebalance.BindingFromObject(toRB(b))
+	f.mu.Unlock()
+	go f.schedule(w.Namespace+"/"+w.Name, at)
+	return written, nil
+}
+
+// schedule answers a trigger: rescheduled to two clusters, then ready.
+func (f *fakeFleet) schedule(key string, at metav1.Time) {
+	f.mu.Lock()
+	b := f.bindings[key]
+	b.Spec.Clusters = []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 1}, {Name: "member2", Replicas: 1}}
+	b.Generation++
+	b.Status.LastScheduledTime = &at
+	b.Status.SchedulerObservedGeneration = b.Generation
+	f.notifyLocked(b)
+	b.Status.AggregatedStatus = []workv1alpha2.AggregatedStatusItem{
+		{ClusterName: "member1", Applied: true, Status: &runtime.RawExtension{Raw: []byte(`{"readyReplicas":1}`)}},
+		{ClusterName: "member2", Applied: true, Status: &runtime.RawExtension{Raw: []byte(`{"readyReplicas":1}`)}},
+	}
+	f.notifyLocked(b)
+	f.mu.Unlock()
+}
+
+func (f *fakeFleet) notifyLocked(b *rebalance.Binding) {
+	for _, w := range f.watchers {
+		if w.namespace == b.Namespace {
+			select {
+			case w.ch <- watch.Event{Type: watch.Modified, Object: toRB(b)}:
+			case <-w.done:
+			}
+		}
+	}
+}
+
+func (f *fakeFleet) CurrentResourceVersion(context.Context, rebalance.Scope) (string, error) {
+	f.count("LIST")
+	return "1", nil
+}
+
+func (f *fakeFleet) Watch(_ context.Context, scope rebalance.Scope, _ string) (watch.Interface, error) {
+	f.count("WATCH")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := &fakeWatch{namespace: scope.Namespace, ch: make(chan watch.Event, 1000), done: make(chan struct{})}
+	f.watchers = append(f.watchers, w)
+	// What changed since the list: the fake keeps no history, so it sends
+	// every binding of the namespace again.
+	for _, b := range f.bindings {
+		if b.Namespace == scope.Namespace && b.Generation > 1 {
+			w.ch <- watch.Event{Type: watch.Modified, Object: toRB(b)}
+		}
+	}
+	return w, nil
+}
+
+// A large batch reads its bindings with one list per namespace and follows
+// them with one watch per namespace: the requests are the triggers plus a
+// few per namespace, whatever the window.
+func TestFleetReadsPerNamespace(t *testing.T) {
+	const namespaces, perNamespace = 5, 40
+	api := newFakeFleet(namespaces, perNamespace)
+	var targets []rebalance.Target
+	for n := range namespaces {
+		for i := range perNamespace {
+			targets = append(targets, rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment",
+				Namespace: fmt.Sprintf("ns-%d", n), Name: fmt.Sprintf("app-%d", i)}})
+		}
+	}
+	at := metav1.NewTime(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC))
+	runner := &rebalance.Runner{API: api, Clock: rebalance.NewServerClock(), Options: rebalance.Options{Wait: true, TriggerAt: &at}}
+	e := &Engine{Lister: api, Options: Options{MaxInFlight: 20, WaitReady: true}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	result, err := e.Execute(ctx, runner, targets)
+	require.NoError(t, err)
+	assert.Equal(t, namespaces*perNamespace, result.Written)
+	assert.Equal(t, 0, result.Failed)
+	assert.Equal(t, 0, result.Pending)
+	for _, row := range result.Rows {
+		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
+		assert.Equal(t, rebalance.OutcomeScheduled, row.Observation.Outcome)
+		assert.Equal(t, readyPrefix+"member1 1/1, member2 1/1", row.Message)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	assert.Equal(t, map[string]int{"LIST": namespaces, "WATCH": namespaces, "PATCH": namespaces * perNamespace}, api.requests)
+}

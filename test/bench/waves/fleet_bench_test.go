@@ -1,0 +1,255 @@
+// Package wavesbench measures kubectl rebalance on a fleet-sized batch on a
+// real Karmada control plane: a plain run and a waved run (--max-in-flight
+// 200) over the same workloads, with wall time, API requests by verb and the
+// process's peak RSS. Run it with
+//
+//	go test ./test/bench/waves -run '^$' -bench Fleet -benchtime 1x -timeout 120m
+//
+// REBALANCE_FLEET_WORKLOADS and REBALANCE_FLEET_NAMESPACES choose a smaller
+// fleet (default 10,000 over 100).
+package wavesbench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		os.Exit(m.Run())
+	}
+	// Three members with room for every one-replica Deployment's pod.
+	os.Exit(harness.RunTests(m, harness.Options{
+		Members:        3,
+		NodesPerMember: 2,
+		NodePods:       "3000",
+		Progress:       os.Stderr,
+	}))
+}
+
+var members = []string{"member1", "member2", "member3"}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkFleet rebalances a fleet of one-replica Deployments, spread over
+// namespaces, twice: every trigger at once (waiting for the scheduler's
+// answers), then in waves of 200 with the defaults (readiness, no
+// --timeout, default QPS).
+func BenchmarkFleet(b *testing.B) {
+	cp := harness.Require(b)
+	ctx := context.Background()
+	c, err := fixtures.NewClients(cp.Karmada)
+	require.NoError(b, err)
+	workloads := envInt("REBALANCE_FLEET_WORKLOADS", 10000)
+	namespaces := envInt("REBALANCE_FLEET_NAMESPACES", 100)
+	setup(b, ctx, c, workloads, namespaces)
+	binary := build(b)
+
+	var report []string
+	run := func(name string, args ...string) {
+		waitSettled(b, ctx, c)
+		took, counts, rss, stderr := runBinary(b, cp, binary, args...)
+		report = append(report, fmt.Sprintf("%-58s %10s   peak RSS %6.1f MiB   %s", name, took.Round(100*time.Millisecond), float64(rss)/1024, harness.FormatCounts(counts)))
+		fmt.Fprintf(os.Stderr, "%s: %s\n", name, lastLine(stderr))
+	}
+	for range b.N {
+		run("all at once (--timeout 60m)", "--timeout", "60m")
+		run("waves of 200 (--max-in-flight 200, defaults)", "--max-in-flight", "200", "--quiet")
+	}
+	fmt.Fprintf(os.Stdout, "\nrebalance of %d one-replica Deployments over %d namespaces, 3 members:\n", workloads, namespaces)
+	for _, l := range report {
+		fmt.Fprintln(os.Stdout, l)
+	}
+}
+
+// setup creates the namespaces, one PropagationPolicy each (static weights
+// 1:1:1 over three members: a fresh reschedule lands where the last one
+// did, so no pod moves and the runs measure the rebalance), the
+// Deployments, and waits until every binding is scheduled and its replica
+// ready.
+func setup(b *testing.B, ctx context.Context, c *fixtures.Clients, workloads, namespaces int) {
+	b.Helper()
+	start := time.Now()
+	per := workloads / namespaces
+	var items []string
+	for n := range namespaces {
+		ns := fmt.Sprintf("fleet-%03d", n)
+		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(b, err)
+		policy := fixtures.DynamicWeightPolicy(ns, "fleet", "apps/v1", "Deployment", nil, members)
+		policy.Spec.Placement.ReplicaScheduling.WeightPreference = &policyv1alpha1.ClusterPreferences{}
+		for _, m := range members {
+			policy.Spec.Placement.ReplicaScheduling.WeightPreference.StaticWeightList = append(
+				policy.Spec.Placement.ReplicaScheduling.WeightPreference.StaticWeightList,
+				policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{m}}, Weight: 1})
+		}
+		policy.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{
+			APIVersion: "apps/v1", Kind: "Deployment",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "fleet"}},
+		}}
+		_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx, policy, metav1.CreateOptions{})
+		require.NoError(b, err)
+		for i := range per {
+			items = append(items, ns+"/app-"+strconv.Itoa(i))
+		}
+	}
+	err := parallel(items, 16, func(item string) error {
+		ns, name := filepath.Split(item)
+		d := fixtures.Deployment(ns[:len(ns)-1], name, 1)
+		d.Labels["bench"] = "fleet"
+		_, err := c.Kube.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+		return err
+	})
+	require.NoError(b, err)
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Second, 60*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ready, total, err := countReady(ctx, c)
+		if err != nil {
+			return false, err
+		}
+		fmt.Fprintf(os.Stderr, "setup: %d of %d bindings scheduled with their replica ready (%s)\n", ready, len(items), time.Since(start).Round(time.Second))
+		return total == len(items) && ready == total, nil
+	})
+	require.NoError(b, err)
+	fmt.Fprintf(os.Stderr, "created, scheduled and started %d Deployments in %d namespaces in %s\n", len(items), namespaces, time.Since(start).Round(time.Second))
+}
+
+// countReady counts the bindings scheduled and ready, page by page.
+func countReady(ctx context.Context, c *fixtures.Clients) (ready, total int, err error) {
+	opts := metav1.ListOptions{Limit: 1000}
+	for {
+		list, err := c.Karmada.WorkV1alpha2().ResourceBindings("").List(ctx, opts)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, rb := range list.Items {
+			total++
+			if scheduledAndReady(&rb) {
+				ready++
+			}
+		}
+		if list.Continue == "" {
+			return ready, total, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+func scheduledAndReady(rb *workv1alpha2.ResourceBinding) bool {
+	return rb.Status.SchedulerObservedGeneration == rb.Generation && rb.Status.LastScheduledTime != nil &&
+		waves.CheckReady(rb.Spec, rb.Status).Ready
+}
+
+// waitSettled waits until every binding is scheduled at its latest spec and
+// ready, then starts a new second (triggers compare at one-second precision).
+func waitSettled(b *testing.B, ctx context.Context, c *fixtures.Clients) {
+	b.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ready, total, err := countReady(ctx, c)
+		return err == nil && ready == total, err
+	})
+	require.NoError(b, err)
+	time.Sleep(1100 * time.Millisecond)
+}
+
+// build compiles the plugin so that it runs as its own process, with its
+// own peak RSS.
+func build(b *testing.B) string {
+	b.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	main := filepath.Join(filepath.Dir(file), "..", "..", "..", "cmd", "kubectl-rebalance")
+	binary := filepath.Join(b.TempDir(), "kubectl-rebalance")
+	out, err := exec.Command("go", "build", "-o", binary, main).CombinedOutput()
+	require.NoError(b, err, "go build: %s", out)
+	return binary
+}
+
+// runBinary runs `kubectl rebalance deployments -A -l bench=fleet -o name
+// ARGS` through a counting proxy and returns its wall time, requests, peak
+// RSS in KiB and stderr.
+func runBinary(b *testing.B, cp *harness.ControlPlane, binary string, args ...string) (time.Duration, map[string]int, int64, string) {
+	b.Helper()
+	proxy, err := cp.StartCountingProxy()
+	require.NoError(b, err)
+	defer proxy.Close()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(binary, append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", b.TempDir(),
+		"deployments", "-A", "-l", "bench=fleet", "-o", "name"}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	took := time.Since(start)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		require.Failf(b, "kubectl rebalance failed", "exit %d: %s", exit.ExitCode(), tail(stderr.String()))
+	}
+	require.NoError(b, err)
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	return took, proxy.Counter.Counts(), rss, stderr.String()
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
+	return string(lines[len(lines)-1])
+}
+
+// parallel calls fn for every item from a few goroutines and returns the
+// first error.
+func parallel(items []string, workers int, fn func(string) error) error {
+	ch := make(chan string)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range ch {
+				if err := fn(it); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for _, it := range items {
+		ch <- it
+	}
+	close(ch)
+	wg.Wait()
+	return first
+}
