@@ -33,8 +33,10 @@ var (
 		Karmada module this plugin is built with) over the live Cluster objects
 		and each binding's placement and replica requirements. Workloads are
 		predicted in the order kubectl rebalance triggers them, and each
-		decision consumes the capacity it takes before the next one is
-		predicted, as karmada-scheduler's overcommit protection does.
+		decision allocates the replicas a cluster gains and frees the ones it
+		loses before the next one is predicted, so that a batch never fits
+		twice into the same free space (--overcommit-protection predicts for
+		a scheduler with that feature gate instead).
 
 		Every workload gets a verdict: WouldMove, Unchanged, CannotFit (the
 		scheduler would fail; with NoClusterFit it would empty the placement),
@@ -81,6 +83,8 @@ type PlanOptions struct {
 	Selection predict.Selection
 	// Estimator is --scheduler-estimator.
 	Estimator string
+	// Options hold --overcommit-protection.
+	Options predict.Options
 
 	genericiooptions.IOStreams
 }
@@ -127,6 +131,8 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	addSelectionFlags(cmd, &o.Selection, "Keep only")
 	flags.StringVar(&o.Estimator, "scheduler-estimator", o.Estimator,
 		`Whether karmada-scheduler consults karmada-scheduler-estimators: "auto" looks for their Services in karmada-system of the Karmada apiserver, where karmada-scheduler looks first; "enabled" or "disabled" say so. Placements that depend on free capacity cannot be predicted when it does.`)
+	flags.BoolVar(&o.Options.OvercommitProtection, "overcommit-protection", false,
+		"Predict for a karmada-scheduler running with --feature-gates=SchedulingOvercommitProtection=true: each decision deducts its whole footprint from the clusters it lands on until the pods run. By default each decision allocates what a cluster gains and frees what it loses, as the members report once the pods moved.")
 	_ = cmd.RegisterFlagCompletionFunc("scheduler-estimator", cobra.FixedCompletions([]string{"auto", "enabled", "disabled"}, cobra.ShellCompDirectiveNoFileComp))
 	targets.PrintFlags.AddFlags(cmd)
 	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, targets.PrintFlags.AllowedFormats()...)
@@ -216,7 +222,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, t.deadline)
 	defer cancel()
-	predictions, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator))
+	predictions, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
 	if err != nil {
 		return err
 	}
@@ -225,7 +231,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 
 // predict reads the bindings and clusters of targets and predicts them. It
 // fails when --to-cluster names a cluster the control plane does not have.
-func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode) ([]predict.Prediction, error) {
+func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return nil, withExitCode(ExitError, o.kubeconfigError(err))
@@ -252,7 +258,7 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 		return nil, withExitCode(ExitError, fmt.Errorf("--to-cluster %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
 			sel.ToCluster, o.serverURL(), strings.Join(names, ", ")))
 	}
-	predictions, err := predict.Predict(ctx, in, targets, predict.Options{Consume: true})
+	predictions, err := predict.Predict(ctx, in, targets, opts)
 	if err != nil {
 		return nil, withExitCode(ExitError, fmt.Errorf("predicting the placements failed: %w", err))
 	}

@@ -41,11 +41,18 @@ func Key(namespace, name string) string {
 
 // Options tune Predict.
 type Options struct {
-	// Consume makes each decision consume the capacity it assumes before the
-	// next workload is predicted, as karmada-scheduler v1.18 does with its
-	// overcommit protection. Without it every workload sees the clusters'
-	// free capacity as reported now.
-	Consume bool
+	// Independent predicts every workload alone, against the clusters' free
+	// capacity as reported now. By default a batch is predicted in order and
+	// each decision consumes capacity before the next one: the replicas a
+	// cluster gains are allocated there and the ones it loses are freed, as
+	// the members report once the pods moved.
+	Independent bool
+	// OvercommitProtection predicts for a karmada-scheduler running with the
+	// SchedulingOvercommitProtection feature gate (alpha in v1.18, off by
+	// default): each decision's whole footprint is deducted from the clusters
+	// it is placed on, in Karmada's own assumption cache, and nothing is
+	// freed until the pods run.
+	OvercommitProtection bool
 }
 
 // Predict predicts a fresh reschedule of every target, one prediction per
@@ -152,8 +159,12 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 			p.Alternative = again
 		}
 	}
-	if opts.Consume {
+	switch {
+	case opts.Independent:
+	case opts.OvercommitProtection:
 		sched.assume(b.Namespace, b.Name, fresh, result)
+	default:
+		sched.consume(fresh, spec.Clusters, result)
 	}
 	p.Moves = moves(p.Before, p.Predicted)
 

@@ -134,7 +134,7 @@ func TestPredictSingle(t *testing.T) {
 			in := input(tt.clusters, tt.binding)
 			in.Estimated = tt.estimated
 			target := deploy(tt.binding.Spec.Resource.Name)
-			got, err := Predict(context.Background(), in, []rebalance.Target{target}, Options{Consume: true})
+			got, err := Predict(context.Background(), in, []rebalance.Target{target}, Options{})
 			require.NoError(t, err)
 			require.Len(t, got, 1)
 			assert.Equal(t, tt.verdict, got[0].Verdict, got[0].Message)
@@ -160,7 +160,7 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 	b := binding("b", aggregated, 4, tc("member2", 4))
 	in := input(clusters, a, b)
 
-	got, err := Predict(context.Background(), in, []rebalance.Target{deploy("b"), deploy("a")}, Options{Consume: true})
+	got, err := Predict(context.Background(), in, []rebalance.Target{deploy("b"), deploy("a")}, Options{})
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	assert.Equal(t, "a", got[0].Workload.Name, "predicted in the order triggers are written")
@@ -169,7 +169,11 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 	assert.Equal(t, Unchanged, got[1].Verdict, "member1 has room for one replica left, member2 for its own four")
 	assert.Equal(t, map[string]int32{"member2": 4}, placementMap(got[1].Predicted), got[1].Message)
 
-	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{})
+	protected, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{OvercommitProtection: true})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int32{"member2": 4}, placementMap(protected[1].Predicted), "member1 holds a's assumed footprint")
+
+	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{Independent: true})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int32{"member1": 4}, placementMap(independent[1].Predicted))
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/karmada-io/karmada/pkg/scheduler/framework"
 	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins"
 	"github.com/karmada-io/karmada/pkg/util/names"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
@@ -36,20 +38,27 @@ func enableOvercommitProtection() error {
 
 // karmadaScheduler runs Karmada's generic scheduling algorithm, with the
 // in-tree plugins karmada-scheduler registers by default, over a fixed set of
-// clusters. It remembers the capacity its decisions consume in Karmada's own
-// assumption cache, as karmada-scheduler v1.18 does with overcommit
-// protection, so that a batch does not fit twice into the same free space.
+// clusters. Between the decisions of a batch it makes each decision consume
+// capacity, so that a batch does not fit twice into the same free space:
+// either as the clusters will report it once the pods moved (consume), or,
+// for a scheduler with overcommit protection, in Karmada's own assumption
+// cache (assume).
 type karmadaScheduler struct {
 	algorithm core.ScheduleAlgorithm
 	cache     schedcache.Cache
+	// clusters are the scheduler's own copies, which consume() changes.
+	clusters map[string]*clusterv1alpha1.Cluster
 }
 
 func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler, error) {
 	if err := enableOvercommitProtection(); err != nil {
 		return nil, err
 	}
+	own := make(map[string]*clusterv1alpha1.Cluster, len(clusters))
 	clusterIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, c := range clusters {
+		c = c.DeepCopy()
+		own[c.Name] = c
 		if err := clusterIndex.Add(c); err != nil {
 			return nil, err
 		}
@@ -62,7 +71,7 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 	if err != nil {
 		return nil, err
 	}
-	return &karmadaScheduler{algorithm: algorithm, cache: c}, nil
+	return &karmadaScheduler{algorithm: algorithm, cache: c, clusters: own}, nil
 }
 
 // freshTrigger returns a copy of spec with a reschedule trigger one second
@@ -122,6 +131,43 @@ func affinityIndex(groups []policyv1alpha1.ClusterAffinityTerm, observed string)
 func isFitError(err error) bool {
 	var fit *framework.FitError
 	return errors.As(err, &fit)
+}
+
+// consume changes the clusters' resource summaries as they will read once a
+// decision took effect: the replicas a cluster gains are allocated there, the
+// ones it loses are freed. This is what the next decisions of a batch see
+// from a karmada-scheduler without overcommit protection, once the member
+// clusters have reported the moved pods.
+func (s *karmadaScheduler) consume(spec *workv1alpha2.ResourceBindingSpec, before, after []workv1alpha2.TargetCluster) {
+	if !spec.IsWorkload() {
+		return
+	}
+	old := placementMap(before)
+	for name, n := range placementMap(after) {
+		old[name] -= n
+	}
+	for name, freed := range old {
+		c := s.clusters[name]
+		if freed == 0 || c == nil || c.Status.ResourceSummary == nil {
+			continue
+		}
+		summary := c.Status.ResourceSummary
+		if summary.Allocating == nil {
+			summary.Allocating = corev1.ResourceList{}
+		}
+		add := func(name corev1.ResourceName, q resource.Quantity) {
+			sum := summary.Allocating[name]
+			sum.Add(q)
+			summary.Allocating[name] = sum
+		}
+		delta := -int64(freed)
+		add(corev1.ResourcePods, *resource.NewQuantity(delta, resource.DecimalSI))
+		if r := spec.ReplicaRequirements; r != nil {
+			for name, q := range r.ResourceRequest {
+				add(name, *resource.NewMilliQuantity(q.MilliValue()*delta, q.Format))
+			}
+		}
+	}
 }
 
 // assume records the capacity a decision consumes in Karmada's assumption

@@ -1,0 +1,230 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs kubectl rebalance with args against the control plane.
+func run(t *testing.T, cp *harness.ControlPlane, args ...string) result {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
+	code := cmd.Execute(root, streams)
+	res := result{code: code, stdout: out.String(), stderr: errOut.String()}
+	t.Logf("kubectl rebalance %s\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+	return res
+}
+
+// report runs kubectl rebalance with args and -o report-json and decodes the report.
+func report(t *testing.T, cp *harness.ControlPlane, wantCode int, args ...string) *rbprinters.Report {
+	t.Helper()
+	res := run(t, cp, append(args, "-o", "report-json")...)
+	require.Equal(t, wantCode, res.code, res.stderr)
+	r := &rbprinters.Report{}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), r), res.stdout)
+	return r
+}
+
+// byName indexes a report's workloads by name.
+func byName(r *rbprinters.Report) map[string]rbprinters.ReportWorkload {
+	out := map[string]rbprinters.ReportWorkload{}
+	for _, w := range r.Workloads {
+		out[w.Workload.Name] = w
+	}
+	return out
+}
+
+// text prints a cluster -> replicas map like fixtures.Placement.
+func text(m map[string]int32) string {
+	if m == nil {
+		return "<none>"
+	}
+	parts := make([]string, 0, len(m))
+	for _, name := range sortedKeys(m) {
+		if m[name] != 0 {
+			parts = append(parts, fmt.Sprintf("%s:%d", name, m[name]))
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func sortedKeys(m map[string]int32) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := range keys {
+		for j := i + 1; j < len(keys); j++ {
+			if keys[j] < keys[i] {
+				keys[i], keys[j] = keys[j], keys[i]
+			}
+		}
+	}
+	return keys
+}
+
+// comparison is a plan set against the real run that followed it.
+type comparison struct {
+	exact, alternative, total int
+	mismatches                []string
+}
+
+// compare matches every planned workload with the run's placement after the
+// scheduler answered. A plan entry with no predicted change is compared with
+// the placement the run left.
+func compare(t *testing.T, plan, real *rbprinters.Report) comparison {
+	t.Helper()
+	got := byName(real)
+	var c comparison
+	for _, p := range plan.Workloads {
+		r, ok := got[p.Workload.Name]
+		require.True(t, ok, "the run reports %s", p.Workload.Name)
+		c.total++
+		predicted, after := text(p.Placements.Predicted), text(r.Placements.After)
+		switch {
+		case predicted == after:
+			c.exact++
+		case p.Placements.Alternative != nil && text(p.Placements.Alternative) == after:
+			c.alternative++
+			c.mismatches = append(c.mismatches, fmt.Sprintf("%s: predicted %s, got the second-pass alternative %s", p.Workload.Name, predicted, after))
+		default:
+			c.mismatches = append(c.mismatches, fmt.Sprintf("%s (%s, %s): before %s, predicted %s, after %s (%s %s)",
+				p.Workload.Name, p.Division, p.Verdict, text(p.Placements.Before), predicted, after, r.Outcome, r.Reason))
+		}
+	}
+	t.Logf("exact %d/%d, second-pass alternative %d; mismatches: %v", c.exact, c.total, c.alternative, c.mismatches)
+	return c
+}
+
+// deployment creates a Deployment whose pods request cpu (may be "").
+func deployment(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string, replicas int32, cpu string) {
+	t.Helper()
+	d := fixtures.Deployment(ns, name, replicas)
+	if cpu != "" {
+		d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// policy propagates the named Deployments with placement.
+func policy(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string, placement policyv1alpha1.Placement, workloads ...string) {
+	t.Helper()
+	selectors := make([]policyv1alpha1.ResourceSelector, 0, len(workloads))
+	for _, w := range workloads {
+		selectors = append(selectors, policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: w})
+	}
+	_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: selectors, Placement: placement},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, w := range workloads {
+		fixtures.WaitScheduled(ctx, t, c, ns, w+"-deployment")
+	}
+}
+
+// failoverToleration lets the tutorial's NoExecute taint evict at once.
+var failoverToleration = []corev1.Toleration{{
+	Key: fixtures.RebalanceTaintKey, Operator: corev1.TolerationOpEqual, Value: "test",
+	Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](0),
+}}
+
+func divided(preference policyv1alpha1.ReplicaDivisionPreference, weights *policyv1alpha1.ClusterPreferences) *policyv1alpha1.ReplicaSchedulingStrategy {
+	return &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+		ReplicaDivisionPreference: preference,
+		WeightPreference:          weights,
+	}
+}
+
+var (
+	dynamicWeight = divided(policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+		&policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas})
+	aggregated = divided(policyv1alpha1.ReplicaDivisionPreferenceAggregated, nil)
+	duplicated = &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated}
+)
+
+func staticWeights(weights map[string]int64) *policyv1alpha1.ReplicaSchedulingStrategy {
+	list := make([]policyv1alpha1.StaticClusterWeight, 0, len(weights))
+	for _, name := range []string{"member1", "member2", "member3"} {
+		if w, ok := weights[name]; ok {
+			list = append(list, policyv1alpha1.StaticClusterWeight{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{name}}, Weight: w})
+		}
+	}
+	return divided(policyv1alpha1.ReplicaDivisionPreferenceWeighted, &policyv1alpha1.ClusterPreferences{StaticWeightList: list})
+}
+
+// settle waits until every member's pods are what its Cluster's resource
+// summary counts as allocated: the capacity the scheduler will read is then
+// the capacity the plan reads.
+func settle(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixtures.Clients) {
+	t.Helper()
+	members := map[string]kubernetes.Interface{}
+	for _, m := range cp.Members {
+		k, err := kubernetes.NewForConfig(m.Config)
+		require.NoError(t, err)
+		members[m.Name] = k
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for name, k := range members {
+			pods, err := k.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			var running, pending int64
+			for _, p := range pods.Items {
+				switch {
+				case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+				case p.Spec.NodeName == "":
+					pending++
+				default:
+					running++
+				}
+			}
+			cl, err := c.Karmada.ClusterV1alpha1().Clusters().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			s := cl.Status.ResourceSummary
+			if s == nil || pending > 0 {
+				last = fmt.Sprintf("%s: %d pending pods", name, pending)
+				return false, nil
+			}
+			allocated := s.Allocated[corev1.ResourcePods]
+			if allocated.Value() != running {
+				last = fmt.Sprintf("%s: %d pods running, summary counts %d", name, running, allocated.Value())
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "members did not settle: %s", last)
+}

@@ -1,0 +1,255 @@
+package plan
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+var all3 = []string{"member1", "member2", "member3"}
+
+// failover taints member1 until the bindings of names have left it, then
+// removes the taint: the tutorial's failover and recovery.
+func failover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, names ...string) {
+	t.Helper()
+	require.NoError(t, c.SetClusterTaint(ctx, "member1", true))
+	t.Cleanup(func() { _ = c.SetClusterTaint(context.Background(), "member1", false) })
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name+"-deployment", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return len(rb.Spec.Clusters) > 0 && !rb.Spec.TargetContains("member1") && len(rb.Spec.GracefulEvictionTasks) == 0, nil
+		})
+		require.NoError(t, err, "%s left member1", name)
+	}
+	require.NoError(t, c.SetClusterTaint(ctx, "member1", false))
+}
+
+// planAndRun plans the targets, rebalances them for real, and compares.
+func planAndRun(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixtures.Clients, targets ...string) (comparison, map[string]string) {
+	t.Helper()
+	settle(ctx, t, cp, c)
+	plan := report(t, cp, cmd.ExitOK, append([]string{"plan"}, targets...)...)
+	real := report(t, cp, cmd.ExitOK, targets...)
+	verdicts := map[string]string{}
+	for _, w := range plan.Workloads {
+		verdicts[w.Workload.Name] = w.Verdict
+	}
+	return compare(t, plan, real), verdicts
+}
+
+// TestPlanSingleWorkloads plans, then really rebalances, one workload per
+// placement kind, and requires the prediction to be exact.
+func TestPlanSingleWorkloads(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+
+	t.Run("dynamic weight after failover and recovery", func(t *testing.T) {
+		const ns = "plan-dynamic"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		deployment(ctx, t, c, ns, "web", 6, "")
+		policy(ctx, t, c, ns, "web", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3}, ClusterTolerations: failoverToleration, ReplicaScheduling: dynamicWeight}, "web")
+		failover(ctx, t, c, ns, "web")
+		cmp, verdicts := planAndRun(ctx, t, cp, c, "deploy/web", "-n", ns)
+		assert.Equal(t, string(predict.WouldMove), verdicts["web"])
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+	})
+
+	t.Run("aggregated after failover and recovery", func(t *testing.T) {
+		const ns = "plan-aggregated"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		deployment(ctx, t, c, ns, "db", 4, "")
+		policy(ctx, t, c, ns, "db", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3}, ClusterTolerations: failoverToleration, ReplicaScheduling: aggregated}, "db")
+		failover(ctx, t, c, ns, "db")
+		cmp, _ := planAndRun(ctx, t, cp, c, "deploy/db", "-n", ns)
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+	})
+
+	t.Run("static weights cannot change", func(t *testing.T) {
+		const ns = "plan-static"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		deployment(ctx, t, c, ns, "fixed", 3, "")
+		policy(ctx, t, c, ns, "fixed", policyv1alpha1.Placement{
+			ClusterAffinity:   &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2"}},
+			ReplicaScheduling: staticWeights(map[string]int64{"member1": 1, "member2": 2})}, "fixed")
+		cmp, verdicts := planAndRun(ctx, t, cp, c, "deploy/fixed", "-n", ns)
+		assert.Equal(t, string(predict.CannotChange), verdicts["fixed"])
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+		res := run(t, cp, "deploy/fixed", "-n", ns)
+		assert.Contains(t, res.stderr, "Warning: a fresh reschedule cannot change the placement of deployment.apps/fixed (StaticWeight)")
+	})
+
+	t.Run("duplicated cannot change", func(t *testing.T) {
+		const ns = "plan-duplicated"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		deployment(ctx, t, c, ns, "copy", 2, "")
+		policy(ctx, t, c, ns, "copy", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3}, ReplicaScheduling: duplicated}, "copy")
+		cmp, verdicts := planAndRun(ctx, t, cp, c, "deploy/copy", "-n", ns)
+		assert.Equal(t, string(predict.CannotChange), verdicts["copy"])
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+	})
+
+	t.Run("cluster affinities resume from the current group", func(t *testing.T) {
+		const ns = "plan-affinities"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		deployment(ctx, t, c, ns, "grouped", 4, "")
+		policy(ctx, t, c, ns, "grouped", policyv1alpha1.Placement{
+			ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
+				{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}},
+				{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member2", "member3"}}},
+			},
+			ClusterTolerations: failoverToleration, ReplicaScheduling: dynamicWeight}, "grouped")
+		failover(ctx, t, c, ns, "grouped")
+		cmp, _ := planAndRun(ctx, t, cp, c, "deploy/grouped", "-n", ns)
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+	})
+
+	t.Run("a cluster without room", func(t *testing.T) {
+		const ns = "plan-full"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		// member3's single node has 32 CPUs: the filler leaves 2.
+		deployment(ctx, t, c, ns, "filler", 1, "30")
+		policy(ctx, t, c, ns, "filler", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}, ReplicaScheduling: duplicated}, "filler")
+		settle(ctx, t, cp, c)
+		deployment(ctx, t, c, ns, "big", 6, "4")
+		policy(ctx, t, c, ns, "big", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3}, ClusterTolerations: failoverToleration, ReplicaScheduling: dynamicWeight}, "big")
+		failover(ctx, t, c, ns, "big")
+		cmp, verdicts := planAndRun(ctx, t, cp, c, "deploy/big", "-n", ns)
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+		assert.Equal(t, string(predict.WouldMove), verdicts["big"])
+
+		// More replicas than the clusters hold: the scheduler fails, as predicted.
+		_, err := c.Kube.AppsV1().Deployments(ns).Patch(ctx, "big", "application/merge-patch+json", []byte(`{"spec":{"replicas":40}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		require.NoError(t, wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, "big-deployment", metav1.GetOptions{})
+			return err == nil && rb.Spec.Replicas == 40, err
+		}))
+		plan := report(t, cp, cmd.ExitOK, "plan", "deploy/big", "-n", ns)
+		require.Len(t, plan.Workloads, 1)
+		assert.Equal(t, string(predict.CannotFit), plan.Workloads[0].Verdict)
+		real := report(t, cp, cmd.ExitFailed, "deploy/big", "-n", ns)
+		require.Len(t, real.Workloads, 1)
+		assert.Equal(t, "SchedulingFailed", real.Workloads[0].Outcome)
+		assert.Equal(t, text(plan.Workloads[0].Placements.Predicted), text(real.Workloads[0].Placements.After))
+	})
+
+	t.Run("tolerations of a tainted cluster", func(t *testing.T) {
+		const ns = "plan-tolerations"
+		fixtures.TestNamespace(ctx, t, c, ns)
+		special := corev1.Taint{Key: "dedicated", Value: "special", Effect: corev1.TaintEffectNoSchedule}
+		setTaint(ctx, t, c, "member3", special)
+		deployment(ctx, t, c, ns, "tolerant", 6, "")
+		deployment(ctx, t, c, ns, "plain", 6, "")
+		policy(ctx, t, c, ns, "tolerant", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3},
+			ClusterTolerations: append([]corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "special", Effect: corev1.TaintEffectNoSchedule}},
+				failoverToleration...),
+			ReplicaScheduling: dynamicWeight}, "tolerant")
+		policy(ctx, t, c, ns, "plain", policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3}, ClusterTolerations: failoverToleration, ReplicaScheduling: dynamicWeight}, "plain")
+		failover(ctx, t, c, ns, "tolerant", "plain")
+		cmp, _ := planAndRun(ctx, t, cp, c, "deployments", "tolerant", "plain", "-n", ns)
+		assert.Equal(t, cmp.total, cmp.exact, cmp.mismatches)
+	})
+}
+
+// setTaint adds taint to a Cluster until the test ends.
+func setTaint(ctx context.Context, t *testing.T, c *fixtures.Clients, cluster string, taint corev1.Taint) {
+	t.Helper()
+	update := func(ctx context.Context, add bool) error {
+		return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			cl, err := c.Karmada.ClusterV1alpha1().Clusters().Get(ctx, cluster, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			taints := withoutTaint(cl, taint.Key)
+			if add {
+				taints = append(taints, taint)
+			}
+			cl.Spec.Taints = taints
+			_, err = c.Karmada.ClusterV1alpha1().Clusters().Update(ctx, cl, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+	}
+	require.NoError(t, update(ctx, true))
+	t.Cleanup(func() { _ = update(context.Background(), false) })
+}
+
+func withoutTaint(cl *clusterv1alpha1.Cluster, key string) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range cl.Spec.Taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// TestPlanMixedBatch plans a namespace of mixed placements after a failover
+// and recovery, rebalances it for real, and measures the exact-match rate.
+func TestPlanMixedBatch(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	const ns = "plan-batch"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	kinds := []struct {
+		prefix   string
+		n        int
+		replicas int32
+		strategy *policyv1alpha1.ReplicaSchedulingStrategy
+	}{
+		{"dyn", 8, 5, dynamicWeight},
+		{"agg", 3, 4, aggregated},
+		{"static", 2, 3, staticWeights(map[string]int64{"member1": 1, "member2": 1, "member3": 2})},
+		{"dup", 2, 2, duplicated},
+	}
+	var names []string
+	for _, k := range kinds {
+		var group []string
+		for i := range k.n {
+			name := k.prefix + string(rune('a'+i))
+			deployment(ctx, t, c, ns, name, k.replicas, "")
+			group = append(group, name)
+		}
+		policy(ctx, t, c, ns, k.prefix, policyv1alpha1.Placement{
+			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: all3}, ClusterTolerations: failoverToleration, ReplicaScheduling: k.strategy}, group...)
+		names = append(names, group...)
+	}
+	failover(ctx, t, c, ns, names...)
+	cmp, verdicts := planAndRun(ctx, t, cp, c, "deployments", "--all", "-n", ns)
+	rate := float64(cmp.exact) / float64(cmp.total)
+	t.Logf("mixed batch: %d workloads, exact match %.1f %%", cmp.total, 100*rate)
+	assert.GreaterOrEqual(t, rate, 0.95, cmp.mismatches)
+	assert.Equal(t, string(predict.WouldMove), verdicts["dyna"])
+
+	// After the run nothing is left to move back.
+	again := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns, "--to-cluster", "member1")
+	assert.Empty(t, again.Workloads, "nothing more would come back to member1")
+	_ = ptr.To(0)
+}
