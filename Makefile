@@ -45,6 +45,11 @@ demo: controlplane build
 bench: controlplane
 	$(GO) test -p 1 ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 90m
 
+.PHONY: bench-plan
+## bench-plan: only the plan benchmark (2,000 workloads after a failover and recovery)
+bench-plan: controlplane
+	$(GO) test -p 1 ./test/bench/plan -run '^$$' -bench . -benchtime 1x -timeout 60m
+
 ## docs: regenerate docs/reference from the command tree
 docs:
 	$(GO) run ./hack/gendocs

@@ -1,7 +1,8 @@
 // Command demo walks Karmada's WorkloadRebalancer tutorial on a real local
 // control plane and prints what each step shows: a Deployment spread 2+1 over
 // member1 and member2, a NoExecute taint that moves everything to member2,
-// a recovery that changes nothing, and the rebalance that brings replicas back.
+// a recovery that changes nothing, a plan that predicts what a rebalance would
+// do without writing anything, and the rebalance that brings replicas back.
 //
 // With --kubeconfig it uses a running sandbox (make sandbox); otherwise it
 // starts its own control plane and stops it at the end.
@@ -141,8 +142,17 @@ func run() error {
 	}
 	say("10 seconds later nothing moved: Karmada keeps a placement once scheduled")
 
-	step("Step 4: rebalance with the plugin")
-	if err := rebalanceWithPlugin(kubeconfig); err != nil {
+	step("Step 4: predict the rebalance with the plugin, writing nothing")
+	if err := runPlugin(kubeconfig, "plan", "deployment/foo", "-n", namespace); err != nil {
+		return err
+	}
+	if _, err := show(ctx, c, "{member2:3}"); err != nil {
+		return err
+	}
+	say("plan wrote nothing: the placement is still the same")
+
+	step("Step 5: rebalance what would come back to member1")
+	if err := runPlugin(kubeconfig, "deployment/foo", "-n", namespace, "--to-cluster", "member1"); err != nil {
 		return err
 	}
 	last, err := show(ctx, c, fixtures.TutorialSplits...)
@@ -157,14 +167,13 @@ func run() error {
 	return nil
 }
 
-// rebalanceWithPlugin runs `kubectl rebalance deployment/foo` in process,
-// exactly as the installed plugin would run.
-func rebalanceWithPlugin(kubeconfig string) error {
-	args := []string{"deployment/foo", "-n", namespace, "--kubeconfig", kubeconfig, "--context", harness.KarmadaContext}
-	fmt.Printf("    $ kubectl rebalance %s\n", strings.Join(args[:3], " "))
+// runPlugin runs `kubectl rebalance ARGS...` in process, exactly as the
+// installed plugin would run.
+func runPlugin(kubeconfig string, args ...string) error {
+	fmt.Printf("    $ kubectl rebalance %s\n", strings.Join(args, " "))
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: newIndent(), ErrOut: newIndent()}
 	root := cmd.NewCmdRebalance(streams)
-	root.SetArgs(args)
+	root.SetArgs(append(args, "--kubeconfig", kubeconfig, "--context", harness.KarmadaContext))
 	if code := cmd.Execute(root, streams); code != cmd.ExitOK {
 		return fmt.Errorf("kubectl rebalance exited with %d", code)
 	}

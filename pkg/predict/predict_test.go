@@ -188,3 +188,21 @@ func TestByClusterAndCounts(t *testing.T) {
 	assert.Equal(t, 1, counts[0].Total)
 	assert.Equal(t, map[string]int{rebalance.ReasonDuplicated: 1}, counts[4].ByReason)
 }
+
+// A decision allocates what a cluster gains and frees what it loses, on the
+// scheduler's own copies of the clusters.
+func TestConsumeMovesCapacity(t *testing.T) {
+	in := []*clusterv1alpha1.Cluster{cluster("member1", 8), cluster("member2", 8)}
+	sched, err := newKarmadaScheduler(in)
+	require.NoError(t, err)
+	spec := binding("a", dynamic, 3).Spec
+	spec.ReplicaRequirements = &workv1alpha2.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}
+	sched.consume(&spec, []workv1alpha2.TargetCluster{tc("member2", 3)}, []workv1alpha2.TargetCluster{tc("member1", 2), tc("member2", 1)})
+
+	m1, m2 := sched.clusters["member1"].Status.ResourceSummary.Allocating, sched.clusters["member2"].Status.ResourceSummary.Allocating
+	assert.Equal(t, int64(2), m1.Pods().Value())
+	assert.Equal(t, int64(1000), m1.Cpu().MilliValue())
+	assert.Equal(t, int64(-2), m2.Pods().Value())
+	assert.Equal(t, int64(-1000), m2.Cpu().MilliValue())
+	assert.Nil(t, in[0].Status.ResourceSummary.Allocating, "the input is not changed")
+}

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
@@ -248,8 +247,18 @@ func TestPlanMixedBatch(t *testing.T) {
 	assert.GreaterOrEqual(t, rate, 0.95, cmp.mismatches)
 	assert.Equal(t, string(predict.WouldMove), verdicts["dyna"])
 
-	// After the run nothing is left to move back.
-	again := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns, "--to-cluster", "member1")
-	assert.Empty(t, again.Workloads, "nothing more would come back to member1")
-	_ = ptr.To(0)
+	// --to-cluster keeps exactly the workloads that would gain on member1.
+	again := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns)
+	selected := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns, "--to-cluster", "member1")
+	var want []string
+	for _, w := range again.Workloads {
+		if w.Verdict == string(predict.WouldMove) && w.Placements.Predicted["member1"] > w.Placements.Before["member1"] {
+			want = append(want, w.Workload.Name)
+		}
+	}
+	var got []string
+	for _, w := range selected.Workloads {
+		got = append(got, w.Workload.Name)
+	}
+	assert.Equal(t, want, got)
 }

@@ -1,0 +1,442 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+const (
+	benchNamespace = "bench-plan"
+	benchQPS       = 200
+	benchBurst     = 400
+)
+
+// mix is the fleet: mostly dynamic weights, then Aggregated, static weights
+// and Duplicated, 2,000 workloads in all.
+var mix = []struct {
+	prefix   string
+	n        int
+	replicas int32
+	strategy *policyv1alpha1.ReplicaSchedulingStrategy
+}{
+	{"dyn", 1400, 3, &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+		WeightPreference: &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas}}},
+	{"agg", 300, 2, &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated}},
+	{"static", 200, 3, &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+		WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
+			{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}, Weight: 1},
+			{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member2"}}, Weight: 1},
+			{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}, Weight: 1},
+		}}}},
+	{"dup", 100, 1, &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated}},
+}
+
+// BenchmarkPlan2000 plans 2,000 workloads after a failover and recovery,
+// then rebalances them for real and compares.
+func BenchmarkPlan2000(b *testing.B) {
+	cp := harness.Require(b)
+	ctx := context.Background()
+	c, err := fixtures.NewClients(cp.Karmada)
+	require.NoError(b, err)
+	b.StopTimer()
+	names := setup(b, ctx, c)
+	failoverAndRecover(b, ctx, cp, c, names)
+
+	manifest := rebalancerManifest(b, names)
+	cache := b.TempDir()
+	var lines []string
+	line := func(name string, took time.Duration, counts map[string]int) {
+		lines = append(lines, fmt.Sprintf("%-58s %10s   %s", name, took.Round(time.Millisecond), harness.FormatCounts(counts)))
+	}
+
+	// Warm the discovery cache, as any kubectl command has it after a first run.
+	runPlan(b, cp, cache, "-f", manifest)
+
+	bareTook, bareCounts := bareLists(b, ctx, cp, false)
+	line("bare: LIST bindings + LIST clusters", bareTook, bareCounts)
+	bareTplTook, bareTplCounts := bareLists(b, ctx, cp, true)
+	line("bare: LIST deployments + bindings + clusters", bareTplTook, bareTplCounts)
+
+	var planned *rbprinters.Report
+	var fileTook time.Duration
+	b.Run("plan-file", func(b *testing.B) {
+		for range b.N {
+			var counts map[string]int
+			fileTook, counts, planned = runPlan(b, cp, cache, "-f", manifest)
+			line("kubectl rebalance plan -f (2,000 workloads listed)", fileTook, counts)
+		}
+	})
+	var selTook time.Duration
+	b.Run("plan-selector", func(b *testing.B) {
+		for range b.N {
+			var counts map[string]int
+			selTook, counts, _ = runPlan(b, cp, cache, "deployments", "-n", benchNamespace, "-l", "bench=plan")
+			line("kubectl rebalance plan deployments -l (selector)", selTook, counts)
+		}
+	})
+
+	// The real thing: trigger every workload and wait for the scheduler.
+	start := time.Now()
+	res := plugin(b, cp, cache, "deployments", "-n", benchNamespace, "-l", "bench=plan", "-o", "name", "--timeout", "20m")
+	require.Equal(b, cmd.ExitOK, res.code, res.stderr)
+	fmt.Fprintf(os.Stderr, "rebalanced %d workloads in %s\n", len(names), time.Since(start).Round(time.Second))
+	final := settledPlacements(b, ctx, c)
+
+	exact, alternative, byDivision := match(planned, final)
+	fmt.Fprintf(os.Stdout, "\nplan of %d workloads after a failover of member1 and its recovery (qps %d, burst %d):\n", len(names), benchQPS, benchBurst)
+	for _, l := range lines {
+		fmt.Fprintln(os.Stdout, l)
+	}
+	fmt.Fprintf(os.Stdout, "plan -f / bare lists: %.2fx; plan -l / bare lists with templates: %.2fx\n",
+		fileTook.Seconds()/bareTook.Seconds(), selTook.Seconds()/bareTplTook.Seconds())
+	fmt.Fprintf(os.Stdout, "exact match: %d/%d (%.1f %%); matching a second fresh pass instead: %d\n",
+		exact, len(planned.Workloads), 100*float64(exact)/float64(len(planned.Workloads)), alternative)
+	for _, d := range sortedKeys(byDivision) {
+		fmt.Fprintf(os.Stdout, "  %-34s %s\n", d, byDivision[d])
+	}
+	fmt.Fprintf(os.Stdout, "verdicts: %v\n", planned.Summary.Verdicts)
+	b.ReportMetric(100*float64(exact)/float64(len(planned.Workloads)), "exact-%")
+}
+
+// setup creates the fleet and waits until every binding is scheduled.
+func setup(b *testing.B, ctx context.Context, c *fixtures.Clients) []string {
+	b.Helper()
+	start := time.Now()
+	_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{})
+	require.NoError(b, err)
+	var names []string
+	for _, m := range mix {
+		label := map[string]string{"bench": "plan", "mix": m.prefix}
+		_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(benchNamespace).Create(ctx, &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: m.prefix},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: label}}},
+				Placement: policyv1alpha1.Placement{
+					ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2", "member3"}},
+					ClusterTolerations: []corev1.Toleration{{Key: fixtures.RebalanceTaintKey, Operator: corev1.TolerationOpEqual, Value: "test",
+						Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](0)}},
+					ReplicaScheduling: m.strategy,
+				},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(b, err)
+		group := make([]string, m.n)
+		for i := range group {
+			group[i] = m.prefix + "-" + strconv.Itoa(i)
+		}
+		err = parallel(group, 16, func(name string) error {
+			d := fixtures.Deployment(benchNamespace, name, m.replicas)
+			for k, v := range label {
+				d.Labels[k] = v
+			}
+			_, err := c.Kube.AppsV1().Deployments(benchNamespace).Create(ctx, d, metav1.CreateOptions{})
+			return err
+		})
+		require.NoError(b, err)
+		names = append(names, group...)
+	}
+	waitBindings(b, ctx, c, "scheduled", func(rb *workv1alpha2.ResourceBinding) bool {
+		return len(rb.Spec.Clusters) > 0 && rb.Status.SchedulerObservedGeneration == rb.Generation
+	}, len(names))
+	fmt.Fprintf(os.Stderr, "created and scheduled %d Deployments in %s\n", len(names), time.Since(start).Round(time.Second))
+	return names
+}
+
+// failoverAndRecover taints member1 until every binding left it, then
+// removes the taint and waits for the members' summaries to settle.
+func failoverAndRecover(b *testing.B, ctx context.Context, cp *harness.ControlPlane, c *fixtures.Clients, names []string) {
+	b.Helper()
+	start := time.Now()
+	require.NoError(b, c.SetClusterTaint(ctx, "member1", true))
+	waitBindings(b, ctx, c, "off member1", func(rb *workv1alpha2.ResourceBinding) bool {
+		return len(rb.Spec.Clusters) > 0 && !rb.Spec.TargetContains("member1") && len(rb.Spec.GracefulEvictionTasks) == 0 &&
+			rb.Status.SchedulerObservedGeneration == rb.Generation
+	}, len(names))
+	require.NoError(b, c.SetClusterTaint(ctx, "member1", false))
+	settle(b, ctx, cp, c)
+	fmt.Fprintf(os.Stderr, "failover of member1 and recovery in %s\n", time.Since(start).Round(time.Second))
+}
+
+// waitBindings waits until want bindings of the namespace satisfy ok.
+func waitBindings(b *testing.B, ctx context.Context, c *fixtures.Clients, what string, ok func(*workv1alpha2.ResourceBinding) bool, want int) {
+	b.Helper()
+	var last int
+	err := wait.PollUntilContextTimeout(ctx, 3*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := c.Karmada.WorkV1alpha2().ResourceBindings(benchNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = 0
+		for i := range list.Items {
+			if ok(&list.Items[i]) {
+				last++
+			}
+		}
+		return last == want, nil
+	})
+	require.NoError(b, err, "%d of %d bindings %s", last, want, what)
+}
+
+// settle waits until every member's summary counts its running pods and
+// none is pending.
+func settle(b *testing.B, ctx context.Context, cp *harness.ControlPlane, c *fixtures.Clients) {
+	b.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, m := range cp.Members {
+			k, err := kubernetes.NewForConfig(m.Config)
+			if err != nil {
+				return false, err
+			}
+			pods, err := k.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				return false, err
+			}
+			var running int64
+			for _, p := range pods.Items {
+				switch {
+				case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+				case p.Spec.NodeName == "":
+					last = m.Name + ": pending pods"
+					return false, nil
+				default:
+					running++
+				}
+			}
+			cl, err := c.Karmada.ClusterV1alpha1().Clusters().Get(ctx, m.Name, metav1.GetOptions{})
+			if err != nil || cl.Status.ResourceSummary == nil {
+				return false, err
+			}
+			allocated := cl.Status.ResourceSummary.Allocated[corev1.ResourcePods]
+			if allocated.Value() != running {
+				last = fmt.Sprintf("%s: %d running, summary %d", m.Name, running, allocated.Value())
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(b, err, "members did not settle: %s", last)
+}
+
+// rebalancerManifest writes a WorkloadRebalancer listing every workload, so
+// that plan -f names them without listing the templates.
+func rebalancerManifest(b *testing.B, names []string) string {
+	b.Helper()
+	rb := appsv1alpha1.WorkloadRebalancer{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: appsv1alpha1.ResourceKindWorkloadRebalancer},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-plan"},
+	}
+	for _, n := range names {
+		rb.Spec.Workloads = append(rb.Spec.Workloads, appsv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: benchNamespace, Name: n})
+	}
+	data, err := yaml.Marshal(rb)
+	require.NoError(b, err)
+	path := filepath.Join(b.TempDir(), "rebalancer.yaml")
+	require.NoError(b, os.WriteFile(path, data, 0o600))
+	return path
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	counts         map[string]int
+	took           time.Duration
+}
+
+// plugin runs kubectl rebalance in process through a counting proxy.
+func plugin(b *testing.B, cp *harness.ControlPlane, cache string, args ...string) result {
+	b.Helper()
+	proxy, err := cp.StartCountingProxy()
+	require.NoError(b, err)
+	defer proxy.Close()
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs(append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", cache,
+		"--qps", strconv.Itoa(benchQPS), "--burst", strconv.Itoa(benchBurst)}, args...))
+	start := time.Now()
+	code := cmd.Execute(root, streams)
+	return result{code: code, stdout: out.String(), stderr: errOut.String(), counts: proxy.Counter.Counts(), took: time.Since(start)}
+}
+
+// runPlan runs plan with -o report-json and decodes the report.
+func runPlan(b *testing.B, cp *harness.ControlPlane, cache string, args ...string) (time.Duration, map[string]int, *rbprinters.Report) {
+	b.Helper()
+	res := plugin(b, cp, cache, append(append([]string{"plan"}, args...), "-o", "report-json")...)
+	require.Equal(b, cmd.ExitOK, res.code, res.stderr)
+	r := &rbprinters.Report{}
+	require.NoError(b, json.Unmarshal([]byte(res.stdout), r))
+	return res.took, res.counts, r
+}
+
+// bareLists is the floor a plan cannot beat: the LISTs of what it reads, in
+// pages of 500, with nothing decoded into a prediction.
+func bareLists(b *testing.B, ctx context.Context, cp *harness.ControlPlane, templates bool) (time.Duration, map[string]int) {
+	b.Helper()
+	counter := harness.NewRequestCounter()
+	cfg := counter.Wrap(cp.Karmada)
+	cfg.QPS, cfg.Burst = benchQPS, benchBurst
+	k, err := karmadaclient.NewForConfig(cfg)
+	require.NoError(b, err)
+	kube, err := kubernetes.NewForConfig(cfg)
+	require.NoError(b, err)
+	start := time.Now()
+	opts := metav1.ListOptions{Limit: 500}
+	if templates {
+		for {
+			list, err := kube.AppsV1().Deployments(benchNamespace).List(ctx, opts)
+			require.NoError(b, err)
+			if opts.Continue = list.Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
+	opts = metav1.ListOptions{Limit: 500}
+	for {
+		list, err := k.WorkV1alpha2().ResourceBindings(benchNamespace).List(ctx, opts)
+		require.NoError(b, err)
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	_, err = k.ClusterV1alpha1().Clusters().List(ctx, metav1.ListOptions{Limit: 500})
+	require.NoError(b, err)
+	return time.Since(start), counter.Counts()
+}
+
+// settledPlacements waits until the scheduler has answered every binding's
+// latest spec and returns the placements by workload name.
+func settledPlacements(b *testing.B, ctx context.Context, c *fixtures.Clients) map[string][]workv1alpha2.TargetCluster {
+	b.Helper()
+	out := map[string][]workv1alpha2.TargetCluster{}
+	err := wait.PollUntilContextTimeout(ctx, 3*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := c.Karmada.WorkV1alpha2().ResourceBindings(benchNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, rb := range list.Items {
+			if rb.Status.SchedulerObservedGeneration != rb.Generation {
+				return false, nil
+			}
+			out[rb.Spec.Resource.Name] = rb.Spec.Clusters
+		}
+		return true, nil
+	})
+	require.NoError(b, err)
+	return out
+}
+
+// match counts the workloads whose real placement equals the prediction,
+// and tallies them by division.
+func match(plan *rbprinters.Report, final map[string][]workv1alpha2.TargetCluster) (exact, alternative int, byDivision map[string]string) {
+	type tally struct{ exact, total int }
+	t := map[string]*tally{}
+	for _, w := range plan.Workloads {
+		got := map[string]int32{}
+		for _, tc := range final[w.Workload.Name] {
+			if tc.Replicas != 0 {
+				got[tc.Name] += tc.Replicas
+			}
+		}
+		d := w.Division + " " + w.Verdict
+		if t[d] == nil {
+			t[d] = &tally{}
+		}
+		t[d].total++
+		switch {
+		case same(w.Placements.Predicted, got):
+			exact++
+			t[d].exact++
+		case w.Placements.Alternative != nil && same(w.Placements.Alternative, got):
+			alternative++
+		}
+	}
+	byDivision = map[string]string{}
+	for d, v := range t {
+		byDivision[d] = fmt.Sprintf("%d/%d exact", v.exact, v.total)
+	}
+	return exact, alternative, byDivision
+}
+
+func same(a, b map[string]int32) bool {
+	n := 0
+	for k, v := range a {
+		if v == 0 {
+			continue
+		}
+		n++
+		if b[k] != v {
+			return false
+		}
+	}
+	return n == len(b)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// parallel runs fn over items with workers goroutines and returns the first error.
+func parallel(items []string, workers int, fn func(string) error) error {
+	ch := make(chan string)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for item := range ch {
+				if err := fn(item); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("%s: %w", item, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, item := range items {
+		ch <- item
+	}
+	close(ch)
+	wg.Wait()
+	return first
+}
+
