@@ -439,4 +439,3 @@ func parallel(items []string, workers int, fn func(string) error) error {
 	wg.Wait()
 	return first
 }
-
