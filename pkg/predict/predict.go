@@ -70,11 +70,11 @@ func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Opt
 	}
 	targets = distinct(targets)
 	out := make([]Prediction, 0, len(targets))
-	for _, t := range targets {
+	for i, t := range targets {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		p := predictOne(ctx, sched, in, clusters, t, opts)
+		p := predictOne(ctx, sched, in, clusters, t, opts, i == len(targets)-1)
 		out = append(out, p)
 	}
 	return out, nil
@@ -100,7 +100,9 @@ func distinct(targets []rebalance.Target) []rebalance.Target {
 	return out
 }
 
-func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options) Prediction {
+// predictOne predicts one workload; last says that no other workload follows
+// it in the scheduler's queue.
+func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options, last bool) Prediction {
 	w := t.Workload
 	p := Prediction{Workload: w, Binding: rebalance.BindingNameFor(w)}
 	b := in.Bindings[Key(w.Namespace, p.Binding)]
@@ -152,11 +154,20 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 			return p.verdict(CannotPredict, ReasonClusterNotReady, fmt.Sprintf(
 				"cluster %s is not Ready: its resource summary may be stale and the scheduler's answer cannot be known", strings.Join(notReady, ", ")))
 		}
-		// A second pass starts from the first pass's placement.
+		// karmada-scheduler writes the placement and the status in two
+		// requests. Its single worker takes the binding again for the first
+		// write; when nothing else waits in its queue it does so at once,
+		// before its cache holds the status, and runs a second Fresh pass
+		// that starts from the first pass's placement. Behind other bindings
+		// the status has arrived by then and the first pass stays.
 		second := fresh.DeepCopy()
 		second.Clusters = result
 		if again, _, err := sched.schedule(ctx, second, status); err == nil && !SamePlacement(again, result) {
 			p.Alternative = again
+			if last {
+				p.Predicted, p.Alternative = again, result
+				result = again
+			}
 		}
 	}
 	switch {

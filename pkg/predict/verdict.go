@@ -103,10 +103,12 @@ type Prediction struct {
 	// Predicted is the placement a fresh reschedule would write; it equals
 	// Before when nothing would change or nothing can be predicted.
 	Predicted []workv1alpha2.TargetCluster
-	// Alternative, when set, is the placement of a second fresh pass:
-	// karmada-scheduler may run the reschedule twice when its cache has not
-	// yet seen the status of the first pass, and Fresh mode then starts from
-	// the first pass's placement.
+	// Alternative, when set, is the other placement karmada-scheduler may
+	// leave: it may run the reschedule twice when its cache has not yet seen
+	// the status of the first pass, and Fresh mode then starts from the first
+	// pass's placement. That happens when no other binding waits in its
+	// queue, so Predicted is the second pass for the last workload of a batch
+	// and the first pass for the others; Alternative is the other one.
 	Alternative []workv1alpha2.TargetCluster
 	// Moves counts the replicas that would start on another cluster: the sum
 	// over clusters of the predicted increase.
