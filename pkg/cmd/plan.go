@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -32,11 +33,14 @@ var (
 		scheduler, its default plugins and the general estimator, from the
 		Karmada module this plugin is built with) over the live Cluster objects
 		and each binding's placement and replica requirements. Workloads are
-		predicted in the order kubectl rebalance triggers them, and each
-		decision allocates the replicas a cluster gains and frees the ones it
-		loses before the next one is predicted, so that a batch never fits
-		twice into the same free space (--overcommit-protection predicts for
-		a scheduler with that feature gate instead).
+		predicted in the order kubectl rebalance triggers them. Like
+		karmada-scheduler with its default feature gates, every decision of a
+		batch reads the same resource summaries (members refresh them only
+		every status update period); a warning names each cluster the batch
+		would give more replicas than it has room for. With
+		--overcommit-protection each decision instead deducts its footprint
+		before the next one, as karmada-scheduler does with the
+		SchedulingOvercommitProtection feature gate.
 
 		Every workload gets a verdict: WouldMove, Unchanged, CannotFit (the
 		scheduler would fail; with NoClusterFit it would empty the placement),
@@ -132,7 +136,7 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	flags.StringVar(&o.Estimator, "scheduler-estimator", o.Estimator,
 		`Whether karmada-scheduler consults karmada-scheduler-estimators: "auto" looks for their Services in karmada-system of the Karmada apiserver, where karmada-scheduler looks first; "enabled" or "disabled" say so. Placements that depend on free capacity cannot be predicted when it does.`)
 	flags.BoolVar(&o.Options.OvercommitProtection, "overcommit-protection", false,
-		"Predict for a karmada-scheduler running with --feature-gates=SchedulingOvercommitProtection=true: each decision deducts its whole footprint from the clusters it lands on until the pods run. By default each decision allocates what a cluster gains and frees what it loses, as the members report once the pods moved.")
+		"Predict for a karmada-scheduler running with --feature-gates=SchedulingOvercommitProtection=true: each decision of a batch deducts its whole footprint from the clusters it lands on before the next one. By default every decision reads the clusters' summaries as reported now, as the scheduler does without that gate.")
 	_ = cmd.RegisterFlagCompletionFunc("scheduler-estimator", cobra.FixedCompletions([]string{"auto", "enabled", "disabled"}, cobra.ShellCompDirectiveNoFileComp))
 	targets.PrintFlags.AddFlags(cmd)
 	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, targets.PrintFlags.AllowedFormats()...)
@@ -222,47 +226,54 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, t.deadline)
 	defer cancel()
-	predictions, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
+	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
 	if err != nil {
 		return err
 	}
-	return o.print(predict.Select(predictions, o.Selection))
+	selected := predict.Select(predictions, o.Selection)
+	if err := o.print(selected); err != nil {
+		return err
+	}
+	if !o.Options.OvercommitProtection {
+		warnOvercommits(t.ErrOut, predict.Overcommits(clusters, selected))
+	}
+	return nil
 }
 
 // predict reads the bindings and clusters of targets and predicts them. It
 // fails when --to-cluster names a cluster the control plane does not have.
-func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, error) {
+func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
-		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
 	}
 	client, err := karmadaclient.NewForConfig(config)
 	if err != nil {
-		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
 	}
 	source := predict.Source{Karmada: client, Estimator: mode}
 	if mode == predict.EstimatorAuto {
 		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
-			return nil, withExitCode(ExitError, o.kubeconfigError(err))
+			return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
 		}
 	}
 	in, err := source.Read(ctx, targets, o.AllNamespaces)
 	if err != nil {
-		return nil, withExitCode(ExitError, o.apiError(err))
+		return nil, nil, withExitCode(ExitError, o.apiError(err))
 	}
 	if sel.ToCluster != "" && !slices.ContainsFunc(in.Clusters, func(c *clusterv1alpha1.Cluster) bool { return c.Name == sel.ToCluster }) {
 		names := make([]string, 0, len(in.Clusters))
 		for _, c := range in.Clusters {
 			names = append(names, c.Name)
 		}
-		return nil, withExitCode(ExitError, fmt.Errorf("--to-cluster %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
+		return nil, nil, withExitCode(ExitError, fmt.Errorf("--to-cluster %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
 			sel.ToCluster, o.serverURL(), strings.Join(names, ", ")))
 	}
 	predictions, err := predict.Predict(ctx, in, targets, opts)
 	if err != nil {
-		return nil, withExitCode(ExitError, fmt.Errorf("predicting the placements failed: %w", err))
+		return nil, nil, withExitCode(ExitError, fmt.Errorf("predicting the placements failed: %w", err))
 	}
-	return predictions, nil
+	return predictions, in.Clusters, nil
 }
 
 // print writes the plan in the chosen format.
@@ -304,6 +315,15 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 	}
 	fmt.Fprintln(t.ErrOut, o.countsLine(predictions))
 	return nil
+}
+
+// warnOvercommits says which clusters a batch would give more replicas than
+// they have room for.
+func warnOvercommits(w io.Writer, over []predict.Overcommit) {
+	for _, o := range over {
+		fmt.Fprintf(w, "Warning: %s would gain %d replicas but its resource summary has room for %d pods; karmada-scheduler without the SchedulingOvercommitProtection feature gate places them all the same (every decision reads the same summary) and the rest stay Pending in the member; rebalance fewer workloads at a time, or plan with --overcommit-protection if the scheduler runs with that gate\n",
+			o.Cluster, o.Gain, o.Room)
+	}
 }
 
 // countsLine is the counts line, naming the selection that made it.

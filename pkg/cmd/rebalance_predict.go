@@ -38,7 +38,7 @@ func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalanc
 		return withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
 			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
 	}
-	predictions, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorAuto, predict.Options{})
+	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorAuto, predict.Options{})
 	if err != nil {
 		return err
 	}

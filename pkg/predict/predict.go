@@ -41,18 +41,21 @@ func Key(namespace, name string) string {
 
 // Options tune Predict.
 type Options struct {
-	// Independent predicts every workload alone, against the clusters' free
-	// capacity as reported now. By default a batch is predicted in order and
-	// each decision consumes capacity before the next one: the replicas a
-	// cluster gains are allocated there and the ones it loses are freed, as
-	// the members report once the pods moved.
-	Independent bool
 	// OvercommitProtection predicts for a karmada-scheduler running with the
-	// SchedulingOvercommitProtection feature gate (alpha in v1.18, off by
-	// default): each decision's whole footprint is deducted from the clusters
-	// it is placed on, in Karmada's own assumption cache, and nothing is
-	// freed until the pods run.
+	// SchedulingOvercommitProtection feature gate (alpha in v1.18): each
+	// decision of a batch deducts its whole footprint from the clusters it
+	// lands on, in Karmada's own assumption cache, before the next one is
+	// predicted. Without the gate (Karmada's default) the scheduler's
+	// decisions do not consume capacity: each one reads the clusters' resource
+	// summaries, which the members refresh only every status update period
+	// (10 s by default), so a batch sees the same free space; Overcommits
+	// tells where that exceeds a cluster's room.
 	OvercommitProtection bool
+	// Eventual makes each decision of a batch allocate what a cluster gains
+	// and free what it loses before the next one, as the members report once
+	// the pods moved: the view of a scheduler much slower than the status
+	// updates.
+	Eventual bool
 }
 
 // Predict predicts a fresh reschedule of every target, one prediction per
@@ -171,10 +174,9 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 		}
 	}
 	switch {
-	case opts.Independent:
 	case opts.OvercommitProtection:
 		sched.assume(b.Namespace, b.Name, fresh, result)
-	default:
+	case opts.Eventual:
 		sched.consume(fresh, spec.Clusters, result)
 	}
 	p.Moves = moves(p.Before, p.Predicted)

@@ -160,7 +160,7 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 	b := binding("b", aggregated, 4, tc("member2", 4))
 	in := input(clusters, a, b)
 
-	got, err := Predict(context.Background(), in, []rebalance.Target{deploy("b"), deploy("a")}, Options{})
+	got, err := Predict(context.Background(), in, []rebalance.Target{deploy("b"), deploy("a")}, Options{Eventual: true})
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	assert.Equal(t, "a", got[0].Workload.Name, "predicted in the order triggers are written")
@@ -173,7 +173,7 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int32{"member2": 4}, placementMap(protected[1].Predicted), "member1 holds a's assumed footprint")
 
-	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{Independent: true})
+	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int32{"member1": 4}, placementMap(independent[1].Predicted))
 }
@@ -227,4 +227,14 @@ func TestPredictSecondPass(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int32{"member1": 3, "member2": 3}, placementMap(first[0].Predicted))
 	assert.Equal(t, map[string]int32{"member1": 4, "member2": 2}, placementMap(first[0].Alternative))
+}
+
+func TestOvercommits(t *testing.T) {
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 3), cluster("member2", 100)}
+	ps := []Prediction{
+		{Before: []workv1alpha2.TargetCluster{tc("member2", 2)}, Predicted: []workv1alpha2.TargetCluster{tc("member1", 2)}},
+		{Before: []workv1alpha2.TargetCluster{tc("member2", 2)}, Predicted: []workv1alpha2.TargetCluster{tc("member1", 2)}},
+	}
+	assert.Equal(t, []Overcommit{{Cluster: "member1", Gain: 4, Room: 3}}, Overcommits(clusters, ps))
+	assert.Empty(t, Overcommits(clusters, ps[:1]))
 }

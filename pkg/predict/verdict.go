@@ -2,6 +2,9 @@ package predict
 
 import (
 	"slices"
+	"strings"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -290,5 +293,45 @@ func Select(predictions []Prediction, s Selection) []Prediction {
 			out = append(out, predictions[i])
 		}
 	}
+	return out
+}
+
+// Overcommit is a cluster that the predictions give more new replicas than
+// it has room for.
+type Overcommit struct {
+	Cluster string
+	// Gain is the sum over the predictions of the replicas the cluster gains.
+	Gain int64
+	// Room is the pods the cluster's resource summary has room for.
+	Room int64
+}
+
+// Overcommits finds the clusters whose predicted gains exceed the pods their
+// resource summaries have room for. A karmada-scheduler without overcommit
+// protection places a batch there all the same, since every decision reads
+// the same summaries; the extra pods stay Pending in the member.
+func Overcommits(clusters []*clusterv1alpha1.Cluster, predictions []Prediction) []Overcommit {
+	gains := map[string]int64{}
+	for i := range predictions {
+		p := &predictions[i]
+		before := placementMap(p.Before)
+		for name, n := range placementMap(p.Predicted) {
+			if d := n - before[name]; d > 0 {
+				gains[name] += int64(d)
+			}
+		}
+	}
+	var out []Overcommit
+	for _, c := range clusters {
+		s := c.Status.ResourceSummary
+		if gains[c.Name] == 0 || s == nil {
+			continue
+		}
+		room := s.Allocatable.Pods().Value() - s.Allocated.Pods().Value() - s.Allocating.Pods().Value()
+		if gains[c.Name] > room {
+			out = append(out, Overcommit{Cluster: c.Name, Gain: gains[c.Name], Room: max(room, 0)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Overcommit) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return out
 }
