@@ -73,11 +73,11 @@ func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Opt
 	}
 	targets = distinct(targets)
 	out := make([]Prediction, 0, len(targets))
-	for i, t := range targets {
+	for _, t := range targets {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		p := predictOne(ctx, sched, in, clusters, t, opts, i == len(targets)-1)
+		p := predictOne(ctx, sched, in, clusters, t, opts)
 		out = append(out, p)
 	}
 	return out, nil
@@ -103,9 +103,8 @@ func distinct(targets []rebalance.Target) []rebalance.Target {
 	return out
 }
 
-// predictOne predicts one workload; last says that no other workload follows
-// it in the scheduler's queue.
-func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options, last bool) Prediction {
+// predictOne predicts one workload.
+func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options) Prediction {
 	w := t.Workload
 	p := Prediction{Workload: w, Binding: rebalance.BindingNameFor(w)}
 	b := in.Bindings[Key(w.Namespace, p.Binding)]
@@ -158,19 +157,14 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 				"cluster %s is not Ready: its resource summary may be stale and the scheduler's answer cannot be known", strings.Join(notReady, ", ")))
 		}
 		// karmada-scheduler writes the placement and the status in two
-		// requests. Its single worker takes the binding again for the first
-		// write; when nothing else waits in its queue it does so at once,
-		// before its cache holds the status, and runs a second Fresh pass
-		// that starts from the first pass's placement. Behind other bindings
-		// the status has arrived by then and the first pass stays.
+		// requests, and takes the binding up again for the first write. If its
+		// cache does not hold the status yet by then, it runs a second Fresh
+		// pass that starts from the first pass's placement: a race inside the
+		// scheduler, so both outcomes are shown when they differ.
 		second := fresh.DeepCopy()
 		second.Clusters = result
 		if again, _, err := sched.schedule(ctx, second, status); err == nil && !SamePlacement(again, result) {
 			p.Alternative = again
-			if last {
-				p.Predicted, p.Alternative = again, result
-				result = again
-			}
 		}
 	}
 	switch {

@@ -207,26 +207,15 @@ func TestConsumeMovesCapacity(t *testing.T) {
 	assert.Nil(t, in[0].Status.ResourceSummary.Allocating, "the input is not changed")
 }
 
-// The last workload of a batch gets the scheduler's second Fresh pass, the
-// others the first; the other pass is the alternative.
+// Where a second Fresh pass, starting from the first pass's placement,
+// would give another placement, both are shown.
 func TestPredictSecondPass(t *testing.T) {
-	clusters := func() []*clusterv1alpha1.Cluster {
-		return []*clusterv1alpha1.Cluster{cluster("member1", 8), cluster("member2", 2), cluster("member3", 100)}
-	}
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 8), cluster("member2", 2)}
 	b := binding("b", dynamic, 6, tc("member2", 6))
-	b.Spec.Placement.ClusterAffinity = &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2"}}
-	other := binding("z", duplicated, 1, tc("member3", 1))
-	other.Spec.Placement.ClusterAffinity = &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}
-
-	alone, err := Predict(context.Background(), input(clusters(), b), []rebalance.Target{deploy("b")}, Options{})
+	got, err := Predict(context.Background(), input(clusters, b), []rebalance.Target{deploy("b")}, Options{})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int32{"member1": 4, "member2": 2}, placementMap(alone[0].Predicted))
-	assert.Equal(t, map[string]int32{"member1": 3, "member2": 3}, placementMap(alone[0].Alternative))
-
-	first, err := Predict(context.Background(), input(clusters(), b, other), []rebalance.Target{deploy("b"), deploy("z")}, Options{})
-	require.NoError(t, err)
-	assert.Equal(t, map[string]int32{"member1": 3, "member2": 3}, placementMap(first[0].Predicted))
-	assert.Equal(t, map[string]int32{"member1": 4, "member2": 2}, placementMap(first[0].Alternative))
+	assert.Equal(t, map[string]int32{"member1": 3, "member2": 3}, placementMap(got[0].Predicted))
+	assert.Equal(t, map[string]int32{"member1": 4, "member2": 2}, placementMap(got[0].Alternative))
 }
 
 func TestOvercommits(t *testing.T) {

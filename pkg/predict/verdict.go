@@ -109,9 +109,7 @@ type Prediction struct {
 	// Alternative, when set, is the other placement karmada-scheduler may
 	// leave: it may run the reschedule twice when its cache has not yet seen
 	// the status of the first pass, and Fresh mode then starts from the first
-	// pass's placement. That happens when no other binding waits in its
-	// queue, so Predicted is the second pass for the last workload of a batch
-	// and the first pass for the others; Alternative is the other one.
+	// pass's placement. Which one stays is a race inside the scheduler.
 	Alternative []workv1alpha2.TargetCluster
 	// Moves counts the replicas that would start on another cluster: the sum
 	// over clusters of the predicted increase.
