@@ -217,7 +217,10 @@ func settle(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixt
 			var running, pending int64
 			for _, p := range pods.Items {
 				switch {
-				case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+				case p.DeletionTimestamp != nil:
+					// An earlier test's pods still going away.
+					pending++
+				case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 				case p.Spec.NodeName == "":
 					pending++
 				default:
@@ -230,7 +233,7 @@ func settle(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixt
 			}
 			s := cl.Status.ResourceSummary
 			if s == nil || pending > 0 {
-				last = fmt.Sprintf("%s: %d pending pods", name, pending)
+				last = fmt.Sprintf("%s: %d pods pending or terminating", name, pending)
 				return false, nil
 			}
 			allocated := s.Allocated[corev1.ResourcePods]
