@@ -209,6 +209,18 @@ func settle(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixt
 	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		// An earlier test's namespace still being deleted takes its pods
+		// away from the members later.
+		namespaces, err := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ns := range namespaces.Items {
+			if ns.DeletionTimestamp != nil {
+				last = "namespace " + ns.Name + " is terminating"
+				return false, nil
+			}
+		}
 		for name, k := range members {
 			pods, err := k.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 			if err != nil {
