@@ -1,48 +1,73 @@
 #!/usr/bin/env bash
 # Builds the real control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, karmada-aggregated-apiserver, karmada-controller-manager,
+# kube-scheduler, karmada-aggregated-apiserver, karmada-controller-manager, karmada-scheduler-estimator,
 # karmada-scheduler, karmada-webhook, kwok) from the pinned modules in test/controlplane,
 # and copies Karmada's CRDs, its webhook configuration and kwok's stages next to them.
 # Does nothing when the output is up to date with the pinned versions.
 #
-# Output: ${CONTROLPLANE_DIR:-_output/controlplane}/{bin,crds,webhook-configuration.yaml,kwok-stages.yaml}
+# KARMADA_VERSION picks the Karmada version (default v1.18.2, the module test/controlplane);
+# another version is built from its own module test/controlplane/karmada-$KARMADA_VERSION,
+# which pins the Kubernetes release that Karmada version was released with.
+#
+# Output: ${CONTROLPLANE_DIR:-_output/controlplane} for the default version,
+# ${CONTROLPLANE_DIR:-_output/controlplane-$KARMADA_VERSION} for another one:
+# {bin,crds,webhook-configuration.yaml,kwok-stages.yaml,versions}
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-src="$root/test/controlplane"
-out=${CONTROLPLANE_DIR:-$root/_output/controlplane}
+default_version=v1.18.2
+karmada_version=${KARMADA_VERSION:-$default_version}
+if [[ $karmada_version == "$default_version" ]]; then
+  src="$root/test/controlplane"
+  out=${CONTROLPLANE_DIR:-$root/_output/controlplane}
+else
+  src="$root/test/controlplane/karmada-$karmada_version"
+  out=${CONTROLPLANE_DIR:-$root/_output/controlplane-$karmada_version}
+  if [[ ! -f "$src/go.mod" ]]; then
+    echo "no pinned module for Karmada $karmada_version (test/controlplane/karmada-$karmada_version/go.mod);" \
+      "versions available: $default_version $(cd "$root/test/controlplane" && ls -d karmada-v* 2>/dev/null | sed 's/^karmada-//' | tr '\n' ' ')" >&2
+    exit 1
+  fi
+fi
+kwok_src="$root/test/controlplane/kwok"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-kube_version=v1.35.3
-karmada_version=v1.18.2
-
-binaries=(server kube-apiserver kube-controller-manager kube-scheduler aggregated-apiserver
+binaries=(server kube-apiserver kube-controller-manager kube-scheduler aggregated-apiserver scheduler-estimator
   controller-manager scheduler webhook kwok)
 
-stamp=$( { go version; cat "$src/go.mod" "$src/go.sum" "$src/kwok/go.mod" "$src/kwok/go.sum" "$0"; } | sha256sum | cut -d' ' -f1)
+stamp=$( { go version; echo "$karmada_version"; cat "$src/go.mod" "$src/go.sum" "$kwok_src/go.mod" "$kwok_src/go.sum" "$0"; } | sha256sum | cut -d' ' -f1)
 if [[ -f "$out/stamp" && "$(cat "$out/stamp")" == "$stamp" ]]; then
   missing=0
   for b in "${binaries[@]}"; do [[ -x "$out/bin/$b" ]] || missing=1; done
   if [[ $missing == 0 ]]; then
-    echo "control plane binaries in $out are up to date"
+    echo "control plane binaries (Karmada $karmada_version) in $out are up to date"
     exit 0
   fi
 fi
 
+# The module pins both; the version stamped into the binaries is what they pin.
+pinned=$(cd "$src" && go list -m -f '{{.Version}}' github.com/karmada-io/karmada)
+if [[ $pinned != "$karmada_version" ]]; then
+  echo "$src pins Karmada $pinned, not $karmada_version" >&2
+  exit 1
+fi
+kube_version=$(cd "$src" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kube_minor=$(echo "$kube_version" | cut -d. -f2)
+
 rm -f "$out/stamp"
 mkdir -p "$out/bin"
 ldflags="-s -w"
-for v in gitVersion=$kube_version gitMajor=1 gitMinor=35 gitTreeState=clean; do
+for v in gitVersion=$kube_version gitMajor=1 gitMinor=$kube_minor gitTreeState=clean; do
   ldflags+=" -X k8s.io/component-base/version.$v"
 done
 ldflags+=" -X github.com/karmada-io/karmada/pkg/version.gitVersion=$karmada_version"
 ldflags+=" -X github.com/karmada-io/karmada/pkg/version.gitTreeState=clean"
 
 start=$SECONDS
-echo "building control plane binaries into $out/bin (a cold build takes several minutes)"
+echo "building control plane binaries (Karmada $karmada_version, Kubernetes $kube_version) into $out/bin (a cold build takes several minutes)"
 (cd "$src" && CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$out/bin/" tool)
-(cd "$src/kwok" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/bin/" tool)
+(cd "$kwok_src" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/bin/" tool)
 
 karmada_dir=$(cd "$src" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)
 rm -rf "$out/crds"
@@ -54,7 +79,7 @@ chmod u+w "$out/webhook-configuration.yaml"
 
 # kwok ships no default stages in its binary (kwokctl passes them); take the
 # fast node/pod lifecycle and the lease heartbeat from the pinned kwok module.
-kwok_dir=$(cd "$src/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+kwok_dir=$(cd "$kwok_src" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
 stages="$kwok_dir/kustomize/stage"
 {
   for f in "$stages/node/fast/node-initialize.yaml" \
@@ -66,5 +91,7 @@ stages="$kwok_dir/kustomize/stage"
   done
 } > "$out/kwok-stages.yaml"
 
+# The harness reads which versions it starts (their flags differ).
+printf 'karmada=%s\nkubernetes=%s\n' "$karmada_version" "$kube_version" > "$out/versions"
 echo "$stamp" > "$out/stamp"
 echo "built control plane binaries in $((SECONDS - start))s"
