@@ -64,12 +64,26 @@ done
 ldflags+=" -X github.com/karmada-io/karmada/pkg/version.gitVersion=$karmada_version"
 ldflags+=" -X github.com/karmada-io/karmada/pkg/version.gitTreeState=clean"
 
+karmada_dir=$(cd "$src" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)
+kube_tools=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
+karmada_tools=()
+for c in aggregated-apiserver controller-manager scheduler scheduler-estimator webhook; do
+  karmada_tools+=("github.com/karmada-io/karmada/cmd/$c")
+done
+# Karmada's components are built with the tags of that release's own
+# hack/build.sh. v1.18 needs kubernetes_protomessage_one_more_release:
+# k8s.io/api v0.35 keeps ProtoMessage() behind it, and the scheduler-estimator's
+# gRPC messages embed core/v1 types, so without it karmada-scheduler panics on
+# its first call to an estimator. Older releases use no tag.
+karmada_tags=$(grep -oE -- '-tags[ =][A-Za-z0-9_,]+' "$karmada_dir/hack/build.sh" 2>/dev/null | head -1 | sed -E 's/^-tags[ =]//' || true)
+
 start=$SECONDS
 echo "building control plane binaries (Karmada $karmada_version, Kubernetes $kube_version) into $out/bin (a cold build takes several minutes)"
-(cd "$src" && CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$out/bin/" tool)
+(cd "$src" && CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$out/bin/" "${kube_tools[@]}")
+(cd "$src" && CGO_ENABLED=0 go build -tags "$karmada_tags" -ldflags "$ldflags" -o "$out/bin/" "${karmada_tools[@]}")
 (cd "$kwok_src" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/bin/" tool)
 
-karmada_dir=$(cd "$src" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)
 rm -rf "$out/crds"
 mkdir -p "$out/crds"
 find "$karmada_dir/charts/karmada/_crds/bases" -name '*.yaml' -exec cp {} "$out/crds/" \;
