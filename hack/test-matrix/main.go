@@ -67,6 +67,7 @@ func main() {
 	var build bool
 	flag.StringVar(&versionList, "versions", "", "comma-separated Karmada versions (default: every pinned version)")
 	flag.BoolVar(&build, "build", true, "build each version's control plane first (no-op when up to date)")
+	only := flag.String("checks", "", "run only the checks whose row or test name matches this regular expression")
 	flag.Parse()
 
 	versions := pinnedVersions()
@@ -74,6 +75,16 @@ func main() {
 		versions = strings.Split(versionList, ",")
 	}
 	checks := coreSet()
+	if *only != "" {
+		re := regexp.MustCompile(*only)
+		var picked []check
+		for _, c := range checks {
+			if re.MatchString(c.row) || (c.test != "" && re.MatchString(c.test)) {
+				picked = append(picked, c)
+			}
+		}
+		checks = picked
+	}
 	results := map[string]map[string]string{} // version -> row -> result
 	for _, v := range versions {
 		results[v] = runVersion(v, checks, build)
