@@ -19,13 +19,18 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
@@ -42,18 +47,22 @@ var (
 		Give replicas that member clusters cannot schedule back to the Karmada
 		scheduler, as karmada-descheduler does, without its scheduler-estimators.
 
-		A pass lists the ResourceBindings of apps/v1 Deployments whose applied
-		placement divides replicas dynamically (Divided with Aggregated, or with
-		dynamic weights). For every target cluster with fewer ready replicas than
-		assigned, it counts the pods of the member Deployment's current
-		ReplicaSet that have been unschedulable for longer than
-		--unschedulable-threshold, and lowers the cluster's assignment by that
-		many, never below its ready replicas. The Karmada scheduler then sees
+		A pass lists the ResourceBindings of the workload kinds of --kinds
+		(Deployments, StatefulSets and Jobs by default; any custom resource
+		Karmada divides when named) whose applied placement divides replicas
+		dynamically (Divided with Aggregated, or with dynamic weights), leaving
+		out templates annotated deschedule.kubectl-rebalance.io/skip=true. For
+		every target cluster with fewer ready replicas than assigned, it counts
+		the pods of the member's copy of the workload (found through their
+		controller owner references; only the current ReplicaSet of a
+		Deployment, the update revision of a StatefulSet) that have been
+		unschedulable for longer than --unschedulable-threshold, and lowers the
+		cluster's assignment by that many, never below its ready replicas. The Karmada scheduler then sees
 		fewer replicas assigned than wanted and places the rest elsewhere. A
 		binding whose clusters cannot all be counted is left alone. Updates use
 		the binding's resourceVersion, and each one is recorded as a
 		DescheduleBindingSucceed (or DescheduleBindingFailed) event on the
-		binding and on its Deployment.
+		binding and on its template.
 
 		Without karmada-scheduler-estimator, karmada-scheduler sizes members by
 		their resource summary, which still counts cordoned and tainted nodes,
@@ -98,8 +107,11 @@ var (
 		# Deschedule everywhere, except in kube-system, moving at most 20 replicas
 		kubectl rebalance deschedule -A --exclude-namespace kube-system --max-replicas-per-pass 20
 
-		# Only Deployments labelled app=web, counting pods unschedulable for 10 minutes
+		# Only workloads labelled app=web, counting pods unschedulable for 10 minutes
 		kubectl rebalance deschedule -n shop -l app=web --unschedulable-threshold 10m
+
+		# StatefulSets and a custom resource only; "*" takes every kind Karmada divides
+		kubectl rebalance deschedule -A --kinds statefulsets.apps,flinkdeployments.flink.apache.org
 
 		# Read member pods through kubeconfig contexts named like the clusters
 		kubectl rebalance deschedule -A --estimator kubeconfig --member-kubeconfig ~/.kube/members
@@ -161,6 +173,7 @@ type DescheduleOptions struct {
 	MaxReplicasPerPass     int32
 	MaxReplicasPerCluster  int32
 	AllNamespaces          bool
+	Kinds                  []string
 	LabelSelector          string
 	ExcludeNamespaces      []string
 	NoHeaders              bool
@@ -184,6 +197,8 @@ type DescheduleOptions struct {
 	Namespace      string
 	leaderElectSet bool
 	DryRun         deschedule.DryRun
+	kinds          []schema.GroupKind
+	karmadaMapper  meta.ResettableRESTMapper
 	OutputFormat   string
 	printer        printers.ResourcePrinter
 	restConfig     *rest.Config
@@ -201,6 +216,7 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		UnschedulableThreshold: deschedule.DefaultUnschedulableThreshold,
 		RetryBouncedAfter:      deschedule.DefaultRetryBouncedAfter,
 		Estimator:              estimatorProxy,
+		Kinds:                  slices.Clone(deschedule.DefaultKinds),
 		DryRunFlag:             string(deschedule.DryRunNone),
 		QPS:                    defaultDescheduleQPS,
 		Burst:                  defaultDescheduleBurst,
@@ -261,7 +277,8 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.Int32Var(&o.MaxReplicasPerPass, "max-replicas-per-pass", o.MaxReplicasPerPass, "Move at most this many replicas in one pass; 0 is no limit.")
 	flags.Int32Var(&o.MaxReplicasPerCluster, "max-replicas-per-cluster", o.MaxReplicasPerCluster, "Move at most this many replicas away from any one member cluster in one pass; 0 is no limit.")
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Deschedule bindings in all namespaces.")
-	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only bindings of Deployments whose labels match this selector (e.g. -l app=web,tier!=db).")
+	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, `Workload kinds a pass considers, named as kubectl names resources (deployments.apps, sts, jobs.batch, flinkdeployments.flink.apache.org); "*" for every kind Karmada divides.`)
+	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only bindings whose resource template's labels match this selector (e.g. -l app=web,tier!=db).")
 	flags.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespace", o.ExcludeNamespaces, "Never deschedule bindings in these namespaces; repeat or separate with commas.")
 	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
 	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second to the Karmada apiserver and to each member cluster.")
@@ -379,6 +396,17 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("cannot build a client for the Karmada apiserver from the kubeconfig, check --kubeconfig and --karmada-context: %w", err)
 	}
 	o.restConfig = o.clientConfig(o.restConfig)
+
+	// Custom kinds are found through the Karmada apiserver's discovery,
+	// read only when a kind is not built in.
+	disco, err := discovery.NewDiscoveryClientForConfig(o.restConfig)
+	if err != nil {
+		return fmt.Errorf("cannot build a discovery client for the Karmada apiserver: %w", err)
+	}
+	o.karmadaMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	if o.kinds, err = deschedule.ParseKinds(o.Kinds, o.karmadaMapper); err != nil {
+		return fmt.Errorf("invalid --kinds: %w", err)
+	}
 
 	o.logger, err = newLogger(o.ErrOut, o.LogFormat)
 	return err
@@ -586,6 +614,7 @@ func (o *DescheduleOptions) descheduler(events deschedule.EventWriter) (*desched
 	}
 	opts := deschedule.Options{
 		Namespace:              o.Namespace,
+		Kinds:                  o.kinds,
 		WorkloadSelector:       o.LabelSelector,
 		ExcludedNamespaces:     o.ExcludeNamespaces,
 		UnschedulableThreshold: o.UnschedulableThreshold,
@@ -594,13 +623,11 @@ func (o *DescheduleOptions) descheduler(events deschedule.EventWriter) (*desched
 		MaxReplicasPerPass:     o.MaxReplicasPerPass,
 		MaxReplicasPerCluster:  o.MaxReplicasPerCluster,
 	}
-	if o.LabelSelector != "" {
-		meta, err := metadata.NewForConfig(o.restConfig)
-		if err != nil {
-			return nil, fmt.Errorf("cannot build a metadata client for the Karmada apiserver: %w", err)
-		}
-		opts.Workloads = deschedule.NewMetadataWorkloadLister(meta)
+	metaClient, err := metadata.NewForConfig(o.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build a metadata client for the Karmada apiserver: %w", err)
 	}
+	opts.Templates = deschedule.NewMetadataTemplateLister(metaClient, o.karmadaMapper)
 	return deschedule.New(karmada, pods, events, opts)
 }
 
@@ -769,7 +796,7 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		}
 	}
-	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.Namespace), "selector", o.LabelSelector,
+	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.Namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"excludedNamespaces", o.ExcludeNamespaces, "estimator", o.Estimator, "dryRun", string(o.DryRun),
 		"unschedulableThreshold", o.UnschedulableThreshold.String(), "interval", o.Interval.String(), "leaderElect", o.LeaderElect)
 	runErr := d.Run(ctx, opts)

@@ -6,7 +6,6 @@ import (
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // AppliedPlacementAnnotation holds, on a binding, the JSON placement the
@@ -15,48 +14,77 @@ import (
 // test pins its value.
 const AppliedPlacementAnnotation = "policy.karmada.io/applied-placement"
 
-// supportedWorkload is the only resource kind the original descheduler knows
-// how to count unschedulable replicas for.
-var supportedWorkload = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+// SkipCode classifies why a listed binding is not descheduled; it is the
+// reason label of the skipped-bindings metric and the code of a skipped
+// entry in a pass report.
+type SkipCode string
+
+// Why a binding is skipped.
+const (
+	SkipDeleting          SkipCode = "deleting"
+	SkipNoPlacement       SkipCode = "no-placement"
+	SkipInvalidPlacement  SkipCode = "invalid-placement"
+	SkipNotDivided        SkipCode = "not-divided"
+	SkipStaticWeight      SkipCode = "static-weight"
+	SkipNotScheduled      SkipCode = "not-scheduled"
+	SkipSuspended         SkipCode = "suspended"
+	SkipOptedOut          SkipCode = "opted-out"
+	SkipTemplateNotFound  SkipCode = "template-not-found"
+	SkipTemplateUnlisted  SkipCode = "template-unreadable"
+	SkipUnsupportedTarget SkipCode = "unsupported"
+)
+
+// SkipCodes lists every SkipCode, for metrics to start at zero.
+var SkipCodes = []SkipCode{SkipDeleting, SkipNoPlacement, SkipInvalidPlacement, SkipNotDivided, SkipStaticWeight,
+	SkipNotScheduled, SkipSuspended, SkipOptedOut, SkipTemplateNotFound, SkipTemplateUnlisted, SkipUnsupportedTarget}
 
 // IsCandidate reports whether the descheduler may act on rb. When it may not,
 // the second value says why, in words fit for a verbose listing.
 //
-// A candidate is a live ResourceBinding for an apps/v1 Deployment whose
-// applied placement (the annotation, not spec.placement) divides replicas
+// A candidate is a live ResourceBinding, of any workload kind, whose applied
+// placement (the annotation, not spec.placement) divides replicas
 // dynamically: Divided with Aggregated, or Divided with Weighted and a
-// dynamicWeight. Bindings without a scheduling result yet are skipped too,
+// dynamicWeight. That is karmada-descheduler's filter, without its limit to
+// Deployments. Bindings without a scheduling result yet are skipped too,
 // since there is nothing to lower, and so are bindings whose scheduling is
 // suspended: the scheduler would not place the evicted replicas anywhere else.
 // The last rule is this tool's own; karmada-descheduler has no such check.
+// The template's opt-out annotation is checked by the pass, which lists the
+// templates.
 func IsCandidate(rb *workv1alpha2.ResourceBinding) (bool, string) {
+	code, why := CandidateCheck(rb)
+	return code == "", why
+}
+
+// CandidateCheck is IsCandidate with the reason classified: it returns an
+// empty code for a candidate.
+func CandidateCheck(rb *workv1alpha2.ResourceBinding) (SkipCode, string) {
 	if rb == nil {
-		return false, "no binding"
+		return SkipUnsupportedTarget, "no binding"
 	}
 	if !rb.DeletionTimestamp.IsZero() {
-		return false, "binding is being deleted"
+		return SkipDeleting, "binding is being deleted"
 	}
-	ref := rb.Spec.Resource
-	if schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind) != supportedWorkload {
-		return false, fmt.Sprintf("resource is %s %s, only apps/v1 Deployment is descheduled", ref.APIVersion, ref.Kind)
+	if rb.Spec.Resource.Kind == "" || rb.Spec.Resource.Name == "" {
+		return SkipUnsupportedTarget, "binding names no resource template (spec.resource)"
 	}
 	placement, err := AppliedPlacement(rb)
 	if err != nil {
-		return false, err.Error()
+		return SkipInvalidPlacement, err.Error()
 	}
 	if placement == nil {
-		return false, "no " + AppliedPlacementAnnotation + " annotation (not scheduled by a policy yet)"
+		return SkipNoPlacement, "no " + AppliedPlacementAnnotation + " annotation (not scheduled by a policy yet)"
 	}
-	if ok, why := isDynamicDivided(placement); !ok {
-		return false, why
+	if code, why := isDynamicDivided(placement); code != "" {
+		return code, why
 	}
 	if len(rb.Spec.Clusters) == 0 {
-		return false, "not scheduled yet (spec.clusters is empty)"
+		return SkipNotScheduled, "not scheduled yet (spec.clusters is empty)"
 	}
 	if rb.Spec.SchedulingSuspended() {
-		return false, "scheduling is suspended (spec.suspension.scheduling), the scheduler would not place evicted replicas elsewhere"
+		return SkipSuspended, "scheduling is suspended (spec.suspension.scheduling), the scheduler would not place evicted replicas elsewhere"
 	}
-	return true, ""
+	return "", ""
 }
 
 // AppliedPlacement decodes the placement the scheduler last applied to rb. It
@@ -76,20 +104,20 @@ func AppliedPlacement(rb *workv1alpha2.ResourceBinding) (*policyv1alpha1.Placeme
 
 // isDynamicDivided mirrors Karmada's notion of a placement whose per-cluster
 // split depends on cluster state, the only kind a descheduler can improve.
-func isDynamicDivided(p *policyv1alpha1.Placement) (bool, string) {
+func isDynamicDivided(p *policyv1alpha1.Placement) (SkipCode, string) {
 	if p.ReplicaSchedulingType() != policyv1alpha1.ReplicaSchedulingTypeDivided {
-		return false, fmt.Sprintf("replica scheduling is %s, only Divided is descheduled", p.ReplicaSchedulingType())
+		return SkipNotDivided, fmt.Sprintf("replica scheduling is %s, only Divided is descheduled", p.ReplicaSchedulingType())
 	}
 	strategy := p.ReplicaScheduling
 	switch strategy.ReplicaDivisionPreference {
 	case policyv1alpha1.ReplicaDivisionPreferenceAggregated:
-		return true, ""
+		return "", ""
 	case policyv1alpha1.ReplicaDivisionPreferenceWeighted:
 		if strategy.WeightPreference == nil || len(strategy.WeightPreference.DynamicWeight) == 0 {
-			return false, "replicas are divided by static weights, only dynamic weights are descheduled"
+			return SkipStaticWeight, "replicas are divided by static weights, only dynamic weights are descheduled"
 		}
-		return true, ""
+		return "", ""
 	default:
-		return false, fmt.Sprintf("replica division preference %q is neither Aggregated nor Weighted", strategy.ReplicaDivisionPreference)
+		return SkipNotDivided, fmt.Sprintf("replica division preference %q is neither Aggregated nor Weighted", strategy.ReplicaDivisionPreference)
 	}
 }

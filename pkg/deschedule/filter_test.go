@@ -74,19 +74,21 @@ func TestIsCandidate(t *testing.T) {
 			wantReason: "is not a valid placement",
 		},
 		{
-			name:       "statefulset",
-			mutate:     func(rb *workv1alpha2.ResourceBinding) { rb.Spec.Resource.Kind = "StatefulSet" },
-			wantReason: "resource is apps/v1 StatefulSet",
+			name:   "statefulset",
+			mutate: func(rb *workv1alpha2.ResourceBinding) { rb.Spec.Resource.Kind = "StatefulSet" },
+			want:   true,
 		},
 		{
-			name:       "deployment of another group",
-			mutate:     func(rb *workv1alpha2.ResourceBinding) { rb.Spec.Resource.APIVersion = "extensions/v1beta1" },
-			wantReason: "resource is extensions/v1beta1 Deployment",
+			name: "custom resource",
+			mutate: func(rb *workv1alpha2.ResourceBinding) {
+				rb.Spec.Resource.APIVersion, rb.Spec.Resource.Kind = "flink.apache.org/v1beta1", "FlinkDeployment"
+			},
+			want: true,
 		},
 		{
-			name:       "deployment of another version",
-			mutate:     func(rb *workv1alpha2.ResourceBinding) { rb.Spec.Resource.APIVersion = "apps/v1beta2" },
-			wantReason: "only apps/v1 Deployment",
+			name:       "no resource template",
+			mutate:     func(rb *workv1alpha2.ResourceBinding) { rb.Spec.Resource = workv1alpha2.ObjectReference{} },
+			wantReason: "names no resource template",
 		},
 		{
 			name: "being deleted",

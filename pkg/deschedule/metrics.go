@@ -29,6 +29,7 @@ const (
 	errorMemberList   = "member-list"
 	errorWrite        = "write"
 	errorEvent        = "event"
+	errorTemplates    = "list-templates"
 )
 
 // Metrics holds the Prometheus metrics of descheduling passes. A nil
@@ -38,6 +39,7 @@ type Metrics struct {
 	passDuration      prometheus.Histogram
 	bindingsExamined  prometheus.Counter
 	bindingsByOutcome *prometheus.CounterVec
+	bindingsSkipped   *prometheus.CounterVec
 	replicas          *prometheus.CounterVec
 	bouncedBack       *prometheus.CounterVec
 	errors            *prometheus.CounterVec
@@ -59,12 +61,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		bindingsExamined: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "bindings_examined_total",
-			Help: "Candidate ResourceBindings examined by passes (dynamically divided Deployments with a scheduling result).",
+			Help: "Candidate ResourceBindings examined by passes (dynamically divided workloads of the selected kinds with a scheduling result, not opted out).",
 		}),
 		bindingsByOutcome: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "bindings_total",
 			Help: "Candidate ResourceBindings by what a pass did with them: descheduled, dry-run, unchanged, blocked, limited, bounced-back, skipped, failed, stopped.",
 		}, []string{"outcome"}),
+		bindingsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "bindings_skipped_total",
+			Help: "Listed ResourceBindings a pass left alone, by reason: deleting, no-placement, invalid-placement, not-divided, static-weight, not-scheduled, suspended, opted-out, template-not-found, template-unreadable, unsupported.",
+		}, []string{"reason"}),
 		replicas: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "replicas_descheduled_total",
 			Help: "Replicas taken away from a member cluster by written binding updates (dry runs are not counted).",
@@ -75,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"cluster"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "errors_total",
-			Help: "Errors by kind: list-bindings, member-list (a member cluster could not be listed), write (a binding update failed), event.",
+			Help: "Errors by kind: list-bindings, member-list (a member cluster could not be listed), list-templates (the templates of a kind could not be listed), write (a binding update failed), event.",
 		}, []string{"kind"}),
 		lastPass: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "last_pass_timestamp_seconds",
@@ -86,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "1 while this process runs passes (it holds the lease, or runs without leader election), else 0.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.passDuration, m.bindingsExamined, m.bindingsByOutcome, m.replicas, m.bouncedBack, m.errors, m.lastPass, m.leader} {
+	for _, c := range []prometheus.Collector{m.passes, m.passDuration, m.bindingsExamined, m.bindingsByOutcome, m.bindingsSkipped, m.replicas, m.bouncedBack, m.errors, m.lastPass, m.leader} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -96,8 +102,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []string{PassSucceeded, PassPartial, PassError, PassStopped} {
 		m.passes.WithLabelValues(r)
 	}
-	for _, k := range []string{errorListBindings, errorMemberList, errorWrite, errorEvent} {
+	for _, k := range []string{errorListBindings, errorMemberList, errorTemplates, errorWrite, errorEvent} {
 		m.errors.WithLabelValues(k)
+	}
+	for _, c := range SkipCodes {
+		m.bindingsSkipped.WithLabelValues(string(c))
 	}
 	return m, nil
 }
@@ -129,6 +138,10 @@ func (m *Metrics) ObservePass(result *PassResult, err error) {
 	m.lastPass.Set(float64(result.End.UnixNano()) / 1e9)
 	m.bindingsExamined.Add(float64(len(result.Bindings)))
 	m.errors.WithLabelValues(errorMemberList).Add(float64(len(result.ClusterErrors)))
+	m.errors.WithLabelValues(errorTemplates).Add(float64(len(result.TemplateErrors)))
+	for _, sb := range result.Skipped {
+		m.bindingsSkipped.WithLabelValues(string(sb.Code)).Inc()
+	}
 	for i := range result.Bindings {
 		br := &result.Bindings[i]
 		m.bindingsByOutcome.WithLabelValues(string(br.Outcome)).Inc()

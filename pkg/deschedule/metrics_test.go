@@ -20,6 +20,7 @@ func TestMetricsObservePass(t *testing.T) {
 	result := samplePass()
 	result.Start, result.End = testNow, testNow.Add(2*time.Second)
 	result.Bindings[0].EventErr = errors.New("events forbidden")
+	result.Skipped = []SkippedBinding{{Namespace: "default", Name: "batch-job", Code: SkipOptedOut}}
 	m.ObservePass(result, nil)
 	m.ObservePass(nil, errors.New("connection refused"))
 	m.SetLeader(true)
@@ -33,6 +34,7 @@ func TestMetricsObservePass(t *testing.T) {
 		`kubectl_rebalance_deschedule_errors_total{kind="event"}`:               1,
 		`kubectl_rebalance_deschedule_errors_total{kind="list-bindings"}`:       1,
 		`kubectl_rebalance_deschedule_errors_total{kind="member-list"}`:         0,
+		`kubectl_rebalance_deschedule_errors_total{kind="list-templates"}`:      0,
 		`kubectl_rebalance_deschedule_errors_total{kind="write"}`:               1,
 		"kubectl_rebalance_deschedule_leader":                                   1,
 		`kubectl_rebalance_deschedule_passes_total{result="error"}`:             1,
@@ -44,6 +46,10 @@ func TestMetricsObservePass(t *testing.T) {
 		"kubectl_rebalance_deschedule_pass_duration_seconds_sum":                2,
 		"kubectl_rebalance_deschedule_last_pass_timestamp_seconds":              float64(testNow.Add(2 * time.Second).Unix()),
 	}
+	for _, code := range SkipCodes {
+		want[`kubectl_rebalance_deschedule_bindings_skipped_total{reason="`+string(code)+`"}`] = 0
+	}
+	want[`kubectl_rebalance_deschedule_bindings_skipped_total{reason="opted-out"}`] = 1
 	assert.Equal(t, want, got)
 }
 

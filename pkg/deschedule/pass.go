@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Defaults of the original karmada-descheduler.
@@ -64,12 +64,15 @@ func ParseDryRun(s string) (DryRun, error) {
 type Options struct {
 	// Namespace limits the pass to bindings of one namespace; "" means all.
 	Namespace string
+	// Kinds limits the pass to bindings of these template kinds; nil
+	// considers every kind.
+	Kinds []schema.GroupKind
 	// WorkloadSelector selects bindings by the labels of their resource
-	// template (kubectl selector syntax); "" selects all. Bindings do not
-	// carry their template's labels, so a selector needs Workloads.
+	// template (kubectl selector syntax); "" selects all.
 	WorkloadSelector string
-	// Workloads lists the templates WorkloadSelector picks.
-	Workloads WorkloadLister
+	// Templates lists the resource templates of the candidates, for their
+	// opt-out annotation and WorkloadSelector. Required.
+	Templates TemplateLister
 	// ExcludedNamespaces are never descheduled.
 	ExcludedNamespaces []string
 	// UnschedulableThreshold is how long a pod must have been unschedulable
@@ -103,6 +106,8 @@ type Descheduler struct {
 	events  EventWriter
 	opts    Options
 	exclude map[string]bool
+	// kinds is the set of Options.Kinds, nil for every kind.
+	kinds map[schema.GroupKind]bool
 	// workloadSelector is the parsed WorkloadSelector, nil when empty.
 	workloadSelector labels.Selector
 }
@@ -124,9 +129,9 @@ func New(karmada karmadaclientset.Interface, pods PodSource, events EventWriter,
 		if workloadSelector, err = labels.Parse(opts.WorkloadSelector); err != nil {
 			return nil, fmt.Errorf("invalid workload label selector %q, use the kubectl selector syntax (for example app=web,tier!=db): %w", opts.WorkloadSelector, err)
 		}
-		if opts.Workloads == nil {
-			return nil, errors.New("a workload label selector needs a WorkloadLister to list the selected templates")
-		}
+	}
+	if opts.Templates == nil {
+		return nil, errors.New("descheduler needs a TemplateLister to read the templates' opt-out annotation")
 	}
 	if opts.MaxReplicasPerPass < 0 || opts.MaxReplicasPerCluster < 0 {
 		return nil, errors.New("replica limits must be 0 (no limit) or positive")
@@ -150,7 +155,14 @@ func New(karmada karmadaclientset.Interface, pods PodSource, events EventWriter,
 	if opts.Namespace != "" && exclude[opts.Namespace] {
 		return nil, fmt.Errorf("namespace %s is both selected and excluded, drop one of the two", opts.Namespace)
 	}
-	return &Descheduler{karmada: karmada, pods: pods, events: events, opts: opts, exclude: exclude, workloadSelector: workloadSelector}, nil
+	var kinds map[schema.GroupKind]bool
+	if opts.Kinds != nil {
+		kinds = make(map[schema.GroupKind]bool, len(opts.Kinds))
+		for _, gk := range opts.Kinds {
+			kinds[gk] = true
+		}
+	}
+	return &Descheduler{karmada: karmada, pods: pods, events: events, opts: opts, exclude: exclude, kinds: kinds, workloadSelector: workloadSelector}, nil
 }
 
 // Outcome is what a pass did with one candidate binding.
@@ -211,7 +223,9 @@ type BindingResult struct {
 type SkippedBinding struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	Reason    string `json:"reason"`
+	// Code classifies Reason.
+	Code   SkipCode `json:"code"`
+	Reason string   `json:"reason"`
 }
 
 // PassResult is the outcome of one pass.
@@ -230,6 +244,9 @@ type PassResult struct {
 	Bindings []BindingResult `json:"bindings"`
 	// ClusterErrors holds, per member cluster, why it could not be listed.
 	ClusterErrors map[string]error `json:"-"`
+	// TemplateErrors holds, per template kind (Kind.group), why its
+	// templates could not be listed; its bindings are skipped.
+	TemplateErrors map[string]error `json:"-"`
 	// Descheduled counts bindings written (or, in dry-run, to be written).
 	Descheduled int `json:"descheduled"`
 	// EvictedReplicas sums the replicas moved (or to be moved).
@@ -263,6 +280,9 @@ func (r *PassResult) Summary() string {
 	}
 	if n := len(r.ClusterErrors); n > 0 {
 		fmt.Fprintf(&b, ", %d member cluster(s) unreachable", n)
+	}
+	if n := len(r.TemplateErrors); n > 0 {
+		fmt.Fprintf(&b, ", templates of %d kind(s) unreadable", n)
 	}
 	if r.Stopped {
 		b.WriteString(", stopped early")
@@ -312,6 +332,9 @@ func (r *PassResult) Err() error {
 	for _, c := range clusters {
 		errs = append(errs, r.ClusterErrors[c])
 	}
+	for _, k := range slices.Sorted(maps.Keys(r.TemplateErrors)) {
+		errs = append(errs, r.TemplateErrors[k])
+	}
 	for i := range r.Bindings {
 		if r.Bindings[i].Err != nil {
 			errs = append(errs, r.Bindings[i].Err)
@@ -328,7 +351,7 @@ func (r *PassResult) Err() error {
 // write in progress, writes nothing more and marks the rest OutcomeStopped.
 func (d *Descheduler) Pass(ctx context.Context) (*PassResult, error) {
 	result := &PassResult{Start: time.Now(), DryRun: d.opts.DryRun, UnschedulableThreshold: max(d.opts.UnschedulableThreshold, 0),
-		ClusterErrors: map[string]error{}}
+		ClusterErrors: map[string]error{}, TemplateErrors: map[string]error{}}
 	defer func() { result.End = time.Now() }()
 
 	candidates, err := d.listCandidates(ctx, result)
@@ -364,29 +387,68 @@ func (d *Descheduler) Pass(ctx context.Context) (*PassResult, error) {
 // listCandidates lists the bindings in scope, records the ones skipped and
 // returns the candidates sorted by namespace and name.
 func (d *Descheduler) listCandidates(ctx context.Context, result *PassResult) ([]*workv1alpha2.ResourceBinding, error) {
-	selected, err := d.selectWorkloads(ctx)
-	if err != nil {
-		return nil, err
-	}
 	client := d.karmada.WorkV1alpha2().ResourceBindings(d.opts.Namespace)
 	bindings, err := listAll[workv1alpha2.ResourceBinding](ctx, defaultPageSize, metav1.ListOptions{},
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return client.List(ctx, o) })
 	if err != nil {
 		return nil, fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", d.scopeWords(), err)
 	}
-	var candidates []*workv1alpha2.ResourceBinding
+	// In scope: the namespaces and kinds asked for.
+	var inScope, checked []*workv1alpha2.ResourceBinding
+	codes := map[*workv1alpha2.ResourceBinding]SkipCode{}
+	reasons := map[*workv1alpha2.ResourceBinding]string{}
 	for i := range bindings {
 		rb := &bindings[i]
-		if d.exclude[rb.Namespace] {
+		if d.exclude[rb.Namespace] || (d.kinds != nil && !d.kinds[resourceKind(rb).GroupKind()]) {
 			continue
 		}
-		if selected != nil && !selected[selectedKey(rb)] {
-			// Out of scope: not a Deployment, or one the selector leaves out.
+		inScope = append(inScope, rb)
+		if code, why := CandidateCheck(rb); code != "" {
+			codes[rb], reasons[rb] = code, why
+		} else {
+			checked = append(checked, rb)
+		}
+	}
+	// Templates are listed once per kind: of every binding in scope with a
+	// selector (which decides the scope), of the candidates otherwise.
+	withTemplates := checked
+	if d.workloadSelector != nil {
+		withTemplates = inScope
+	}
+	templates := d.listTemplates(ctx, withTemplates)
+	if d.workloadSelector != nil {
+		for _, err := range templates.errs {
+			return nil, fmt.Errorf("cannot select workloads matching %q: %w", d.opts.WorkloadSelector, err)
+		}
+	}
+
+	var candidates []*workv1alpha2.ResourceBinding
+	for _, rb := range inScope {
+		tpl, tplErr := templates.template(rb)
+		if d.workloadSelector != nil && tpl == nil {
+			// Out of scope: a template the selector leaves out.
 			continue
 		}
 		result.Listed++
-		if ok, why := IsCandidate(rb); !ok {
-			result.Skipped = append(result.Skipped, SkippedBinding{Namespace: rb.Namespace, Name: rb.Name, Reason: why})
+		if code := codes[rb]; code != "" {
+			result.Skipped = append(result.Skipped, SkippedBinding{Namespace: rb.Namespace, Name: rb.Name, Code: code, Reason: reasons[rb]})
+			continue
+		}
+		skip := func(code SkipCode, why string) {
+			result.Skipped = append(result.Skipped, SkippedBinding{Namespace: rb.Namespace, Name: rb.Name, Code: code, Reason: why})
+		}
+		switch {
+		case tplErr != nil:
+			result.TemplateErrors[kindWords(resourceKind(rb).GroupKind())] = tplErr
+			skip(SkipTemplateUnlisted, "its template's opt-out annotation could not be read: "+tplErr.Error())
+			continue
+		case tpl == nil:
+			skip(SkipTemplateNotFound, fmt.Sprintf("resource template %s %s/%s not found in the Karmada apiserver",
+				kindWords(resourceKind(rb).GroupKind()), rb.Spec.Resource.Namespace, rb.Spec.Resource.Name))
+			continue
+		}
+		if out, why := optedOut(tpl); out {
+			skip(SkipOptedOut, why)
 			continue
 		}
 		candidates = append(candidates, rb)
@@ -410,8 +472,10 @@ type clusterCounter struct {
 // candidate binding has fewer ready replicas than assigned, once per pass.
 func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alpha2.ResourceBinding, result *PassResult) *clusterCounter {
 	namespaces := map[string]map[string]bool{}
+	kinds := map[string]map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, rb := range candidates {
 		ready := ReadyReplicas(rb)
+		gvk := resourceKind(rb)
 		for _, tc := range rb.Spec.Clusters {
 			in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name)}
 			if !in.IsCandidate() {
@@ -419,8 +483,12 @@ func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alp
 			}
 			if namespaces[tc.Name] == nil {
 				namespaces[tc.Name] = map[string]bool{}
+				kinds[tc.Name] = map[schema.GroupKind]schema.GroupVersionKind{}
 			}
 			namespaces[tc.Name][rb.Spec.Resource.Namespace] = true
+			if _, ok := kinds[tc.Name][gvk.GroupKind()]; !ok {
+				kinds[tc.Name][gvk.GroupKind()] = gvk
+			}
 		}
 	}
 
@@ -429,13 +497,13 @@ func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alp
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, d.opts.Concurrency)
 	for cluster, nsSet := range namespaces {
-		scope := d.listScope(nsSet)
+		req := ListRequest{Namespaces: d.listScope(nsSet), Workloads: slices.SortedFunc(maps.Values(kinds[cluster]), compareGVK)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			objs, err := d.pods.ListClusterObjects(ctx, cluster, scope)
+			objs, err := d.pods.ListClusterObjects(ctx, cluster, req)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -475,6 +543,7 @@ func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time
 	ready := ReadyReplicas(rb)
 	evictions := ReadEvictions(rb)
 	ref := rb.Spec.Resource
+	kind := resourceKind(rb).GroupKind()
 	inputs := make([]ClusterInput, 0, len(rb.Spec.Clusters))
 	for _, tc := range rb.Spec.Clusters {
 		in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name),
@@ -482,7 +551,7 @@ func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time
 		if in.IsCandidate() {
 			switch ix, ok := c.indexes[tc.Name]; {
 			case ok:
-				in.Unschedulable, in.CountErr = ix.CountUnschedulable(ref.Namespace, ref.Name, threshold, ix.Now(now))
+				in.Unschedulable, in.CountErr = ix.CountUnschedulable(kind, ref.Namespace, ref.Name, threshold, ix.Now(now))
 			case c.errs[tc.Name] != nil:
 				in.CountErr = c.errs[tc.Name]
 			default:
@@ -704,12 +773,7 @@ func (b *budget) spend(rows []ClusterRow) {
 	}
 }
 
-// selectedKey is how a binding is looked up among the templates a workload
-// selector picked; bindings of other kinds get a key that never matches.
-func selectedKey(rb *workv1alpha2.ResourceBinding) types.NamespacedName {
-	ref := rb.Spec.Resource
-	if schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind) != supportedWorkload {
-		return types.NamespacedName{}
-	}
-	return types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+// compareGVK orders kinds for stable list requests.
+func compareGVK(a, b schema.GroupVersionKind) int {
+	return strings.Compare(a.String(), b.String())
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -50,9 +49,48 @@ func memberCluster(workloads ...memberWorkload) *fake.Clientset {
 }
 
 type passFixture struct {
-	karmada *karmadafake.Clientset
-	kube    *fake.Clientset
-	members map[string]*fake.Clientset
+	karmada   *karmadafake.Clientset
+	kube      *fake.Clientset
+	members   map[string]*fake.Clientset
+	templates *templateStub
+}
+
+// templateStub serves the resource templates of a test from the Karmada
+// fake: one per binding, with the labels and annotations set by
+// "Kind/namespace/name".
+type templateStub struct {
+	karmada     *karmadafake.Clientset
+	labels      map[string]labels.Set
+	annotations map[string]map[string]string
+	errs        map[schema.GroupKind]error
+	calls       []schema.GroupVersionKind
+}
+
+func (s *templateStub) ListTemplates(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]metav1.PartialObjectMetadata, error) {
+	s.calls = append(s.calls, gvk)
+	if err := s.errs[gvk.GroupKind()]; err != nil {
+		return nil, err
+	}
+	list, err := s.karmada.WorkV1alpha2().ResourceBindings(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, rb := range list.Items {
+		ref := rb.Spec.Resource
+		if resourceKind(&rb).GroupKind() != gvk.GroupKind() {
+			continue
+		}
+		key := ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+		if selector != nil && !selector.Matches(s.labels[key]) {
+			continue
+		}
+		out = append(out, metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, Labels: s.labels[key], Annotations: s.annotations[key]},
+		})
+	}
+	return out, nil
 }
 
 func newPassFixture(bindings []*workv1alpha2.ResourceBinding, members map[string]*fake.Clientset) *passFixture {
@@ -60,7 +98,8 @@ func newPassFixture(bindings []*workv1alpha2.ResourceBinding, members map[string
 	for _, rb := range bindings {
 		objects = append(objects, rb)
 	}
-	return &passFixture{karmada: karmadafake.NewSimpleClientset(objects...), kube: fake.NewClientset(), members: members}
+	karmada := karmadafake.NewSimpleClientset(objects...)
+	return &passFixture{karmada: karmada, kube: fake.NewClientset(), members: members, templates: &templateStub{karmada: karmada}}
 }
 
 func (f *passFixture) descheduler(t *testing.T, opts Options) *Descheduler {
@@ -79,6 +118,9 @@ func (f *passFixture) descheduler(t *testing.T, opts Options) *Descheduler {
 	}
 	if opts.UnschedulableThreshold == 0 {
 		opts.UnschedulableThreshold = DefaultUnschedulableThreshold
+	}
+	if opts.Templates == nil {
+		opts.Templates = f.templates
 	}
 	d, err := New(f.karmada, pods, events, opts)
 	require.NoError(t, err)
@@ -155,38 +197,33 @@ func TestPassSelectsBindings(t *testing.T) {
 	sts.Spec.Resource.Kind = "StatefulSet"
 	excluded := newBinding("kube-system", "dns", cluster{"m1", 2, 0})
 	otherNS := newBinding("team-a", "api", cluster{"m1", 2, 0})
-	labelled := newBinding("default", "front", cluster{"m1", 2, 0})
+	front := newBinding("default", "front", cluster{"m1", 2, 0})
 	// A ConfigMap named like a selected Deployment must not be selected.
 	sameName := newBinding("default", "front-config", cluster{"m1", 2, 0})
 	sameName.Spec.Resource.APIVersion, sameName.Spec.Resource.Kind, sameName.Spec.Resource.Name = "v1", "ConfigMap", "front"
-	// Templates in the Karmada apiserver: only default/front is labelled tier=front.
-	workloads := workloadListerFunc(func(_ context.Context, namespace string, selector labels.Selector) (map[types.NamespacedName]bool, error) {
-		all := map[types.NamespacedName]labels.Set{
-			{Namespace: "default", Name: "front"}: {"tier": "front"},
-			{Namespace: "default", Name: "web"}:   {"tier": "back"},
-		}
-		out := map[types.NamespacedName]bool{}
-		for key, set := range all {
-			if (namespace == "" || namespace == key.Namespace) && selector.Matches(set) {
-				out[key] = true
-			}
-		}
-		return out, nil
-	})
+	// Templates in the Karmada apiserver: only the Deployment default/front
+	// is labelled tier=front.
+	labelled := map[string]labels.Set{"Deployment/default/front": {"tier": "front"}, "Deployment/default/web": {"tier": "back"}}
 
 	tests := []struct {
 		name        string
 		opts        Options
 		wantListed  int
 		wantChanged []string
-		wantSkipped []string
+		wantBlocked []string
 	}{
 		{
 			name:        "all namespaces minus excluded ones",
 			opts:        Options{ExcludedNamespaces: []string{"kube-system"}},
 			wantListed:  5,
 			wantChanged: []string{"default/front-deployment", "default/web-deployment", "team-a/api-deployment"},
-			wantSkipped: []string{"default/db-deployment", "default/front-config-deployment"},
+			wantBlocked: []string{"default/db-deployment", "default/front-config-deployment"},
+		},
+		{
+			name:        "kinds",
+			opts:        Options{Kinds: []schema.GroupKind{statefulSetKind, {Kind: "ConfigMap"}}},
+			wantListed:  2,
+			wantBlocked: []string{"default/db-deployment", "default/front-config-deployment"},
 		},
 		{
 			name:        "one namespace",
@@ -196,37 +233,40 @@ func TestPassSelectsBindings(t *testing.T) {
 		},
 		{
 			name:        "workload label selector",
-			opts:        Options{WorkloadSelector: "tier=front", Workloads: workloads},
+			opts:        Options{WorkloadSelector: "tier=front"},
 			wantListed:  1,
 			wantChanged: []string{"default/front-deployment"},
 		},
 		{
 			name:       "workload label selector matching nothing",
-			opts:       Options{WorkloadSelector: "tier=none", Workloads: workloads},
+			opts:       Options{WorkloadSelector: "tier=none"},
 			wantListed: 0,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newPassFixture([]*workv1alpha2.ResourceBinding{web.DeepCopy(), sts.DeepCopy(), excluded.DeepCopy(), otherNS.DeepCopy(), labelled.DeepCopy(), sameName.DeepCopy()},
+			f := newPassFixture([]*workv1alpha2.ResourceBinding{web.DeepCopy(), sts.DeepCopy(), excluded.DeepCopy(), otherNS.DeepCopy(), front.DeepCopy(), sameName.DeepCopy()},
 				map[string]*fake.Clientset{"m1": memberCluster(
 					memberWorkload{"default", "web", 0, 2}, memberWorkload{"default", "front", 0, 2},
 					memberWorkload{"kube-system", "dns", 0, 2}, memberWorkload{"team-a", "api", 0, 2},
 				)})
+			f.templates.labels = labelled
 			result, err := f.descheduler(t, tt.opts).Pass(context.Background())
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantListed, result.Listed)
-			var changed, skipped []string
+			assert.Empty(t, result.Skipped)
+			var changed, blocked []string
 			for _, br := range result.Bindings {
-				if br.Outcome == OutcomeDescheduled {
+				switch br.Outcome {
+				case OutcomeDescheduled:
 					changed = append(changed, br.Namespace+"/"+br.Name)
+				case OutcomeBlocked:
+					// Kinds the members do not hold: nothing to count.
+					blocked = append(blocked, br.Namespace+"/"+br.Name)
 				}
 			}
-			for _, s := range result.Skipped {
-				skipped = append(skipped, s.Namespace+"/"+s.Name)
-			}
 			assert.Equal(t, tt.wantChanged, changed)
-			assert.Equal(t, tt.wantSkipped, skipped)
+			assert.Equal(t, tt.wantBlocked, blocked)
 		})
 	}
 }
@@ -383,7 +423,7 @@ func TestPassMissingMemberDeploymentBlocksBinding(t *testing.T) {
 	result, err := f.descheduler(t, Options{}).Pass(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeBlocked, result.Bindings[0].Outcome)
-	assert.ErrorIs(t, result.Bindings[0].Rows[0].Err, ErrDeploymentNotFound)
+	assert.ErrorIs(t, result.Bindings[0].Rows[0].Err, ErrWorkloadNotFound)
 	assert.Empty(t, updates(f.karmada.Actions()))
 }
 
@@ -475,12 +515,15 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}{
 		{name: "dry run", opts: Options{DryRun: "always"}, want: `invalid dry-run value "always"`},
 		{name: "selector", opts: Options{WorkloadSelector: "a in (b"}, want: "invalid workload label selector"},
-		{name: "selector without lister", opts: Options{WorkloadSelector: "a=b"}, want: "needs a WorkloadLister"},
+		{name: "no template lister", opts: Options{}, want: "needs a TemplateLister"},
 		{name: "limits", opts: Options{MaxReplicasPerPass: -1}, want: "replica limits"},
 		{name: "namespace both ways", opts: Options{Namespace: "x", ExcludedNamespaces: []string{"x"}}, want: "both selected and excluded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name != "no template lister" {
+				tt.opts.Templates = &templateStub{karmada: karmada}
+			}
 			_, err := New(karmada, pods, nil, tt.opts)
 			assert.ErrorContains(t, err, tt.want)
 		})
@@ -492,7 +535,7 @@ func TestPassStoppedWhileListingMembers(t *testing.T) {
 	f := newPassFixture([]*workv1alpha2.ResourceBinding{web}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	d := f.descheduler(t, Options{})
-	d.pods = podSourceFunc(func(ctx context.Context, _ string, _ []string) (*ClusterObjects, error) {
+	d.pods = podSourceFunc(func(ctx context.Context, _ string, _ ListRequest) (*ClusterObjects, error) {
 		cancel()
 		return nil, ctx.Err()
 	})
@@ -518,14 +561,8 @@ func TestPassOverSpecIsLeftAlone(t *testing.T) {
 	assert.Empty(t, updates(f.karmada.Actions()))
 }
 
-type workloadListerFunc func(ctx context.Context, namespace string, selector labels.Selector) (map[types.NamespacedName]bool, error)
+type podSourceFunc func(ctx context.Context, cluster string, req ListRequest) (*ClusterObjects, error)
 
-func (f workloadListerFunc) ListDeployments(ctx context.Context, namespace string, selector labels.Selector) (map[types.NamespacedName]bool, error) {
-	return f(ctx, namespace, selector)
-}
-
-type podSourceFunc func(ctx context.Context, cluster string, namespaces []string) (*ClusterObjects, error)
-
-func (f podSourceFunc) ListClusterObjects(ctx context.Context, cluster string, namespaces []string) (*ClusterObjects, error) {
-	return f(ctx, cluster, namespaces)
+func (f podSourceFunc) ListClusterObjects(ctx context.Context, cluster string, req ListRequest) (*ClusterObjects, error) {
+	return f(ctx, cluster, req)
 }

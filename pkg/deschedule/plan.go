@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Action says what a pass does, or would do, with one target cluster of a binding.
@@ -191,15 +192,32 @@ func SucceedMessage(rows []ClusterRow) string {
 	return b.String()
 }
 
-// readyReplicasField is the member Deployment status field Karmada reflects
-// into aggregatedStatus.
+// readyReplicasField is the status field Karmada reflects into
+// aggregatedStatus for Deployments and StatefulSets, and the one a
+// ResourceInterpreterCustomization is expected to reflect for a custom kind.
 const readyReplicasField = "readyReplicas"
 
-// ReadyReplicas reads, per cluster, the readyReplicas reported in the
-// binding's aggregatedStatus. Clusters without a status, with a status that
-// does not parse, or without a numeric readyReplicas are absent from the map,
-// which makes their ready count unknown.
+// jobReadyField is a Job's count of ready pods. Karmada v1.18 does not
+// reflect it (only active, succeeded and failed), so a Job's ready count is
+// unknown unless a customization reflects it. active is never used: it
+// counts pending pods too, and would hide the very pods that cannot run.
+const jobReadyField = "ready"
+
+// ReadyField is the aggregatedStatus field that holds the ready count of a
+// workload of kind: "ready" for Jobs, "readyReplicas" for every other kind.
+func ReadyField(kind schema.GroupKind) string {
+	if kind == jobKind {
+		return jobReadyField
+	}
+	return readyReplicasField
+}
+
+// ReadyReplicas reads, per cluster, the ready count reported in the
+// binding's aggregatedStatus (ReadyField of the template's kind). Clusters
+// without a status, with a status that does not parse, or without a numeric
+// count are absent from the map, which makes their ready count unknown.
 func ReadyReplicas(rb *workv1alpha2.ResourceBinding) map[string]int32 {
+	field := ReadyField(resourceKind(rb).GroupKind())
 	ready := make(map[string]int32, len(rb.Status.AggregatedStatus))
 	for _, item := range rb.Status.AggregatedStatus {
 		if item.Status == nil || len(item.Status.Raw) == 0 {
@@ -209,7 +227,7 @@ func ReadyReplicas(rb *workv1alpha2.ResourceBinding) map[string]int32 {
 		if err := json.Unmarshal(item.Status.Raw, &status); err != nil {
 			continue
 		}
-		raw, ok := status[readyReplicasField]
+		raw, ok := status[field]
 		if !ok || string(raw) == "null" {
 			continue
 		}

@@ -36,6 +36,14 @@ type PassReport struct {
 	Skipped []SkippedBinding `json:"skipped"`
 	// ClusterErrors holds the member clusters that could not be listed.
 	ClusterErrors []ClusterError `json:"clusterErrors,omitempty"`
+	// TemplateErrors holds the template kinds that could not be listed.
+	TemplateErrors []TemplateError `json:"templateErrors,omitempty"`
+}
+
+// TemplateError is a template kind that could not be listed.
+type TemplateError struct {
+	Kind  string `json:"kind"`
+	Error string `json:"error"`
 }
 
 // ReportSummary is the totals of a pass.
@@ -171,6 +179,14 @@ func (r *PassResult) Report() *PassReport {
 	sort.Strings(clusters)
 	for _, c := range clusters {
 		report.ClusterErrors = append(report.ClusterErrors, ClusterError{Cluster: c, Error: r.ClusterErrors[c].Error()})
+	}
+	kinds := make([]string, 0, len(r.TemplateErrors))
+	for k := range r.TemplateErrors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		report.TemplateErrors = append(report.TemplateErrors, TemplateError{Kind: k, Error: r.TemplateErrors[k].Error()})
 	}
 	return report
 }

@@ -27,8 +27,8 @@ func TestPassMeasuresTheThresholdWithTheMembersTime(t *testing.T) {
 	d := f.descheduler(t, Options{})
 	inner := d.pods
 	memberNow := testNow.Add(-58 * time.Minute)
-	d.pods = podSourceFunc(func(ctx context.Context, cluster string, namespaces []string) (*ClusterObjects, error) {
-		objs, err := inner.ListClusterObjects(ctx, cluster, namespaces)
+	d.pods = podSourceFunc(func(ctx context.Context, cluster string, req ListRequest) (*ClusterObjects, error) {
+		objs, err := inner.ListClusterObjects(ctx, cluster, req)
 		if objs != nil {
 			objs.ServerTime = memberNow
 		}
@@ -67,7 +67,7 @@ func TestClientPodSourceReadsTheMembersTime(t *testing.T) {
 		AuthInfos: map[string]*clientcmdapi.AuthInfo{"m1": {}},
 		Contexts:  map[string]*clientcmdapi.Context{"m1": {Cluster: "m1", AuthInfo: "m1"}},
 	}
-	objs, err := NewKubeconfigPodSource(raw, nil, nil).ListClusterObjects(context.Background(), "m1", nil)
+	objs, err := NewKubeconfigPodSource(raw, nil, nil).ListClusterObjects(context.Background(), "m1", ListRequest{})
 	require.NoError(t, err)
 	assert.False(t, objs.ServerTime.Before(behind), "at least the member's Date")
 	assert.True(t, objs.ServerTime.Before(time.Now().Add(-50*time.Minute)), "the member's time, not this machine's: %s", objs.ServerTime)

@@ -53,7 +53,7 @@ func TestProxyClientRequestPath(t *testing.T) {
 func TestKubeconfigPodSourceMissingContext(t *testing.T) {
 	raw := clientcmdapi.Config{Contexts: map[string]*clientcmdapi.Context{"member1": {Cluster: "member1"}}}
 	src := NewKubeconfigPodSource(raw, nil, nil)
-	_, err := src.ListClusterObjects(context.Background(), "member2", nil)
+	_, err := src.ListClusterObjects(context.Background(), "member2", ListRequest{})
 	assert.ErrorContains(t, err, `no kubeconfig context "member2" for member cluster member2`)
 }
 
@@ -89,13 +89,13 @@ func TestClientPodSourceLists(t *testing.T) {
 		return member, nil
 	})
 
-	all, err := src.ListClusterObjects(context.Background(), "m1", nil)
+	all, err := src.ListClusterObjects(context.Background(), "m1", ListRequest{Workloads: []schema.GroupVersionKind{deploymentKind.WithVersion("v1")}})
 	require.NoError(t, err)
 	assert.Len(t, all.Deployments, 2)
 	assert.Len(t, all.ReplicaSets, 1)
 	assert.Len(t, all.Pods, 2)
 
-	scoped, err := src.ListClusterObjects(context.Background(), "m1", []string{"other"})
+	scoped, err := src.ListClusterObjects(context.Background(), "m1", ListRequest{Namespaces: []string{"other"}, Workloads: []schema.GroupVersionKind{deploymentKind.WithVersion("v1")}})
 	require.NoError(t, err)
 	assert.Equal(t, []appsv1.Deployment{other}, scoped.Deployments)
 	assert.Empty(t, scoped.Pods)
@@ -106,7 +106,7 @@ func TestClientPodSourceErrors(t *testing.T) {
 	src := NewClientPodSource(func(cluster string) (kubernetes.Interface, error) {
 		return nil, errors.New("no route to host")
 	})
-	_, err := src.ListClusterObjects(context.Background(), "m1", nil)
+	_, err := src.ListClusterObjects(context.Background(), "m1", ListRequest{Workloads: []schema.GroupVersionKind{deploymentKind.WithVersion("v1")}})
 	assert.ErrorContains(t, err, "no route to host")
 
 	member := fake.NewClientset()
@@ -115,7 +115,7 @@ func TestClientPodSourceErrors(t *testing.T) {
 	})
 	src = NewClientPodSource(func(string) (kubernetes.Interface, error) { return member, nil })
 	src.hint = func(error) string { return "grant it" }
-	_, err = src.ListClusterObjects(context.Background(), "m1", []string{"default"})
+	_, err = src.ListClusterObjects(context.Background(), "m1", ListRequest{Namespaces: []string{"default"}})
 	assert.ErrorContains(t, err, "cannot list pods in namespace default of member cluster m1 (grant it): forbidden")
 }
 

@@ -60,7 +60,7 @@ func TestCurrentReplicaSetInvalidSelector(t *testing.T) {
 	d := newDeployment("default", "web")
 	d.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus"}}}
 	ix := NewClusterIndex("m1", &ClusterObjects{Deployments: []appsv1.Deployment{d}})
-	_, err := ix.CountUnschedulable("default", "web", 0, testNow)
+	_, err := ix.CountUnschedulable(deploymentKind, "default", "web", 0, testNow)
 	assert.ErrorContains(t, err, "invalid selector")
 }
 
@@ -144,7 +144,7 @@ func TestCountUnschedulable(t *testing.T) {
 				ReplicaSets: []appsv1.ReplicaSet{old, current, otherRS},
 				Pods:        tt.pods,
 			})
-			got, err := ix.CountUnschedulable("default", "web", tt.threshold, testNow)
+			got, err := ix.CountUnschedulable(deploymentKind, "default", "web", tt.threshold, testNow)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -159,16 +159,16 @@ func TestCountUnschedulableWithoutCurrentReplicaSet(t *testing.T) {
 		ReplicaSets: []appsv1.ReplicaSet{old},
 		Pods:        newPods(old, 3, pendingUnschedulable, time.Hour),
 	})
-	got, err := ix.CountUnschedulable("default", "web", 0, testNow)
+	got, err := ix.CountUnschedulable(deploymentKind, "default", "web", 0, testNow)
 	require.NoError(t, err)
 	assert.Zero(t, got)
 }
 
 func TestCountUnschedulableDeploymentNotFound(t *testing.T) {
 	ix := NewClusterIndex("m1", &ClusterObjects{Deployments: []appsv1.Deployment{newDeployment("default", "web")}})
-	_, err := ix.CountUnschedulable("other", "web", 0, testNow)
-	assert.ErrorIs(t, err, ErrDeploymentNotFound)
-	assert.ErrorContains(t, err, "deployment other/web in cluster m1")
+	_, err := ix.CountUnschedulable(deploymentKind, "other", "web", 0, testNow)
+	assert.ErrorIs(t, err, ErrWorkloadNotFound)
+	assert.ErrorContains(t, err, "Deployment.apps other/web in cluster m1")
 }
 
 func TestIsUnschedulable(t *testing.T) {
@@ -227,7 +227,7 @@ func BenchmarkCountUnschedulable(b *testing.B) {
 	for b.Loop() {
 		ix := NewClusterIndex("m1", objs)
 		for i := range objs.Deployments {
-			if _, err := ix.CountUnschedulable("ns", objs.Deployments[i].Name, time.Minute, testNow); err != nil {
+			if _, err := ix.CountUnschedulable(deploymentKind, "ns", objs.Deployments[i].Name, time.Minute, testNow); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
@@ -157,8 +158,10 @@ func pass(b *testing.B, ctx context.Context, config *rest.Config, dryRun desched
 	require.NoError(b, err)
 	kube, err := kubernetes.NewForConfig(config)
 	require.NoError(b, err)
+	meta, err := metadata.NewForConfig(config)
+	require.NoError(b, err)
 	d, err := deschedule.New(karmada, deschedule.NewProxyPodSource(config), deschedule.NewEventClient(kube, deschedule.EventComponent),
-		deschedule.Options{DryRun: dryRun})
+		deschedule.Options{DryRun: dryRun, Templates: deschedule.NewMetadataTemplateLister(meta, nil)})
 	require.NoError(b, err)
 	result, err := d.Pass(ctx)
 	require.NoError(b, err)
@@ -452,6 +455,18 @@ func setupBindings(ctx context.Context, config *rest.Config) error {
 		return err
 	}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// The templates the bindings point at: a pass reads their opt-out
+	// annotation. No policy selects them, so Karmada leaves them alone.
+	if err := parallel(stuckPerMember+runningPerMember, 16, func(i int) error {
+		name := "running-" + strconv.Itoa(i)
+		if i >= runningPerMember {
+			name = "stuck-" + strconv.Itoa(i-runningPerMember)
+		}
+		_, err := kube.AppsV1().Deployments(benchNamespace).Create(ctx, fixtures.Deployment(benchNamespace, name, 1), metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	placement := fixtures.DynamicWeightPolicy(benchNamespace, "bench", "apps/v1", "Deployment", nil, members).Spec.Placement

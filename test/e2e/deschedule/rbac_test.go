@@ -140,8 +140,8 @@ func TestDescheduleRBAC(t *testing.T) {
 	assert.Equal(t, cmd.ExitFailed, code)
 	require.Len(t, report.ClusterErrors, 1)
 	assert.Equal(t, "member1", report.ClusterErrors[0].Cluster)
-	assert.Contains(t, report.ClusterErrors[0].Error, "cannot list deployments in namespace rbac of member cluster member1 (the member cluster refused the identity Karmada forwards")
-	assert.Contains(t, report.ClusterErrors[0].Error, `User "`+daemonUser+`" cannot list resource "deployments"`)
+	assert.Contains(t, report.ClusterErrors[0].Error, "cannot list pods in namespace rbac of member cluster member1 (the member cluster refused the identity Karmada forwards")
+	assert.Contains(t, report.ClusterErrors[0].Error, `User "`+daemonUser+`" cannot list resource "pods"`)
 	assert.Equal(t, deschedule.OutcomeBlocked, bindingOf(t, report, "web").Outcome)
 
 	for _, m := range e.cp.Members {

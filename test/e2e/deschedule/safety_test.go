@@ -120,16 +120,17 @@ func TestDescheduleDryRunAndCounting(t *testing.T) {
 	}
 
 	counts, report := pass("client")
-	// One LIST of bindings, then deployments, replicasets and pods of
-	// member2: LISTs too, which the counter sees as GETs of clusters/proxy.
-	assert.Equal(t, map[string]int{"LIST": 1, "GET": 3}, counts)
+	// One LIST of bindings and one of the Deployment templates (their
+	// opt-out annotation), then pods, deployments and replicasets of member2:
+	// LISTs too, which the counter sees as GETs of clusters/proxy.
+	assert.Equal(t, map[string]int{"LIST": 2, "GET": 3}, counts)
 	assert.Equal(t, deschedule.DryRunClient, report.DryRun)
 	assert.Equal(t, 2, report.Summary.Descheduled)
 	assert.Equal(t, deschedule.OutcomeDryRun, bindingOf(t, report, "web").Outcome)
 	assert.Equal(t, int32(0), bindingOf(t, report, "web").Clusters[0].New)
 
 	counts, report = pass("server")
-	assert.Equal(t, map[string]int{"LIST": 1, "GET": 3, "PUT": 2}, counts, "the updates reach the server, the events are not sent")
+	assert.Equal(t, map[string]int{"LIST": 2, "GET": 3, "PUT": 2}, counts, "the updates reach the server, the events are not sent")
 	assert.Equal(t, deschedule.OutcomeDryRun, bindingOf(t, report, "api").Outcome)
 	assert.Equal(t, 2, report.Summary.Descheduled)
 	assert.Equal(t, before, e.specVersions("web", "api"), "a server dry run persists nothing")
@@ -220,7 +221,8 @@ func TestDescheduleScope(t *testing.T) {
 
 	code, report := e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client")
 	require.Equal(t, cmd.ExitOK, code)
-	assert.Equal(t, 6, report.Summary.Listed)
+	// The ConfigMap is not a kind of the default --kinds: out of scope.
+	assert.Equal(t, 5, report.Summary.Listed)
 	require.Len(t, report.Bindings, 1)
 	assert.Equal(t, "web-deployment", report.Bindings[0].Name)
 	reasons := map[string]string{}
@@ -231,7 +233,22 @@ func TestDescheduleScope(t *testing.T) {
 	assert.Contains(t, reasons["suspended-deployment"], "scheduling is suspended")
 	assert.Contains(t, reasons["unplaced-deployment"], "not scheduled")
 	assert.Contains(t, reasons["static-deployment"], "only dynamic weights are descheduled")
-	assert.Contains(t, reasons["settings-configmap"], "resource is v1 ConfigMap, only apps/v1 Deployment is descheduled")
+	assert.NotContains(t, reasons, "settings-configmap")
+	codes := map[string]deschedule.SkipCode{}
+	for _, s := range report.Skipped {
+		codes[s.Name] = s.Code
+	}
+	assert.Equal(t, map[string]deschedule.SkipCode{"deleting-deployment": deschedule.SkipDeleting, "suspended-deployment": deschedule.SkipSuspended,
+		"unplaced-deployment": deschedule.SkipNotScheduled, "static-deployment": deschedule.SkipStaticWeight}, codes)
+
+	// Every kind: the ConfigMap is listed, and skipped as Karmada's filter says.
+	code, report = e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--kinds", "*")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, 6, report.Summary.Listed)
+	for _, s := range report.Skipped {
+		reasons[s.Name] = s.Reason
+	}
+	assert.Contains(t, reasons["settings-configmap"], "replica scheduling is Duplicated, only Divided is descheduled")
 
 	// The wide table shows the skipped bindings and why.
 	code, stdout, _ := e.run("-n", e.ns, "--unschedulable-threshold", "0s", "--dry-run=client", "-o", "wide")
