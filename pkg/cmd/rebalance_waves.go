@@ -229,8 +229,21 @@ func (o *RebalanceOptions) announcement(workloads []rebalance.Workload) string {
 		line += "; Ctrl-C stops starting new ones"
 	default:
 		line += ": every trigger at once; add --max-in-flight N to go in waves, -i to confirm first"
+		if need := schedulerTime(len(workloads)); o.Wait && need > o.Timeout {
+			line += fmt.Sprintf("; at karmada-scheduler's pace (about %d bindings a second) the answers take about %s, longer than --timeout %s: raise --timeout, or use --max-in-flight (bounded per workload by --progress-deadline instead)",
+				schedulerPace, need, o.Timeout)
+		}
 	}
 	return line
+}
+
+// schedulerPace is roughly how many bindings a second karmada-scheduler
+// reschedules on a large control plane (karmada#6516, #6943).
+const schedulerPace = 20
+
+// schedulerTime estimates how long the scheduler takes to answer n triggers.
+func schedulerTime(n int) time.Duration {
+	return (time.Duration(n) * time.Second / schedulerPace).Round(time.Second)
 }
 
 func (o *RebalanceOptions) doneWord() string {

@@ -84,6 +84,10 @@ func TestAnnounce(t *testing.T) {
 	o.Interactive, o.MaxInFlight = false, 0
 	_, _ = o.announce(manyTargets(30))
 	assert.Contains(t, errOut.String(), ": every trigger at once; add --max-in-flight N to go in waves, -i to confirm first\n")
+
+	errOut.Reset()
+	_, _ = o.announce(manyTargets(10000))
+	assert.Contains(t, errOut.String(), "; at karmada-scheduler's pace (about 20 bindings a second) the answers take about 8m20s, longer than --timeout 2m0s: raise --timeout, or use --max-in-flight")
 }
 
 func TestProgressText(t *testing.T) {
