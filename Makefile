@@ -7,7 +7,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot release-test image image-test clean
+.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot release-test image image-test clean fuzz
 
 all: build
 
@@ -49,6 +49,16 @@ bench: controlplane
 ## bench-plan: only the plan benchmark (2,000 workloads after a failover and recovery)
 bench-plan: controlplane
 	$(GO) test -p 1 ./test/bench/plan -run '^$$' -bench . -benchtime 1x -timeout 60m
+
+## fuzz: run every fuzz target for FUZZTIME each (default 30s); plain `go test` (and `make test`) runs their seeds
+FUZZTIME ?= 30s
+FUZZ_TARGETS := pkg/cmd:FuzzWorkloadFile pkg/cmd:FuzzTargetArgs pkg/cmd:FuzzFlagValues pkg/cmd:FuzzOutputFormat pkg/record:FuzzRebalancerManifest
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
 
 ## docs: regenerate docs/reference from the command tree
 docs:

@@ -37,7 +37,7 @@ type fakeRoute struct {
 	handler http.HandlerFunc
 }
 
-func newFakeServer(t *testing.T) *fakeServer {
+func newFakeServer(t testing.TB) *fakeServer {
 	t.Helper()
 	s := &fakeServer{objects: map[string]any{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -218,7 +218,7 @@ func forbidden(verb, resource, group, namespace, name string) http.HandlerFunc {
 
 // kubeconfigFor writes a kubeconfig whose current context, karmada-apiserver,
 // points at the server, with namespace default.
-func kubeconfigFor(t *testing.T, server string) string {
+func kubeconfigFor(t testing.TB, server string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config")
 	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
