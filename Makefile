@@ -7,7 +7,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot release-test image image-test clean fuzz
+.PHONY: all build controlplane test test-matrix test-unit sandbox demo bench docs release-snapshot release-test image image-test clean fuzz faults
 
 all: build
 
@@ -59,6 +59,10 @@ fuzz:
 		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
 		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
 	done
+
+## faults: kubectl rebalance through a fault-injecting proxy on the real control plane, apiserver restarted mid-run; prints the figures of docs/reliability.md
+faults: controlplane
+	$(GO) test -p 1 ./test/faults -run '^$$' -bench . -benchtime 1x -timeout 60m
 
 ## docs: regenerate docs/reference from the command tree
 docs:

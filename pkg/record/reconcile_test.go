@@ -184,3 +184,39 @@ func TestRecordable(t *testing.T) {
 	assert.False(t, Recordable(appsv1alpha1.RebalanceSuccessful, appsv1alpha1.RebalanceObjectNotFound))
 	assert.False(t, Recordable("Unknown", ""))
 }
+
+// A creation whose answer was lost is not an error: the retry finds the
+// object the first attempt created, for a named object through Create and
+// through Apply alike.
+func TestCreateAfterALostAnswer(t *testing.T) {
+	for _, viaApply := range []bool{false, true} {
+		client := karmadafake.NewSimpleClientset()
+		lost := 0
+		client.PrependReactor("create", "workloadrebalancers", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			if lost > 0 {
+				return false, nil, nil
+			}
+			lost++
+			// Let the create land, then lose its answer.
+			obj := action.(clienttesting.CreateAction).GetObject()
+			if err := client.Tracker().Create(action.GetResource(), obj, ""); err != nil {
+				return true, nil, err
+			}
+			return true, nil, apierrors.NewServiceUnavailable("answer lost")
+		})
+		rec := &Recorder{Client: client.AppsV1alpha1().WorkloadRebalancers(), Backoff: wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}}
+		desired := &appsv1alpha1.WorkloadRebalancer{ObjectMeta: metav1.ObjectMeta{Name: "lost"}, Spec: appsv1alpha1.WorkloadRebalancerSpec{Workloads: []rebalance.Workload{webDeploy}}}
+		var got *appsv1alpha1.WorkloadRebalancer
+		var err error
+		if viaApply {
+			got, _, err = rec.Apply(context.Background(), desired, ApplyOptions{})
+		} else {
+			got, err = rec.Create(context.Background(), desired)
+		}
+		require.NoError(t, err, "via Apply: %v", viaApply)
+		assert.Equal(t, "lost", got.Name)
+		list, err := client.AppsV1alpha1().WorkloadRebalancers().List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Len(t, list.Items, 1, "one object")
+	}
+}

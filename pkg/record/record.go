@@ -136,12 +136,30 @@ type ApplyOptions struct {
 
 // Create creates desired as is, for a name nobody else can hold (a
 // generated one).
+//
+// A named object's creation is retried after an error that may pass; when
+// a retry finds the name taken, the earlier attempt landed though its answer
+// was lost, and the object it created is returned. A name left to the API
+// server (generateName) is never retried: a second object would trigger
+// every binding a second time.
 func (r *Recorder) Create(ctx context.Context, desired *appsv1alpha1.WorkloadRebalancer) (*appsv1alpha1.WorkloadRebalancer, error) {
-	created, err := r.Client.Create(ctx, clean(desired), metav1.CreateOptions{})
-	if err != nil {
+	backoff := r.backoff()
+	retried := false
+	for {
+		created, err := r.Client.Create(ctx, clean(desired), metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return created, nil
+		case apierrors.IsAlreadyExists(err) && retried:
+			if existing, getErr := r.Client.Get(ctx, desired.Name, metav1.GetOptions{}); getErr == nil && specMatches(existing.Spec, desired.Spec, false) {
+				return existing, nil
+			}
+		case desired.Name != "" && retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil:
+			retried = true
+			continue
+		}
 		return nil, rebalancerError("create", desired.Name, err)
 	}
-	return created, nil
 }
 
 // Apply creates desired, or brings an existing object of that name to the
@@ -155,6 +173,11 @@ func (r *Recorder) Apply(ctx context.Context, desired *appsv1alpha1.WorkloadReba
 			created, createErr := r.Client.Create(ctx, clean(desired), metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(createErr) {
 				continue // created meanwhile: compare with it
+			}
+			if retryable(createErr) && rebalance.SleepContext(ctx, backoff.Step()) == nil {
+				// The write may have landed with its answer lost: the next
+				// read tells.
+				continue
 			}
 			if createErr != nil {
 				return nil, "", rebalancerError("create", desired.Name, createErr)

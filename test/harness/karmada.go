@@ -453,3 +453,27 @@ var insecureClient = &http.Client{
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
+
+// RestartKarmadaAPIServer stops the Karmada apiserver (SIGTERM, as a rolling
+// update would) and starts it again on the same port with the same
+// arguments, returning once it is ready. Clients see refused connections
+// and resets meanwhile; etcd keeps every object.
+func (cp *ControlPlane) RestartKarmadaAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	var old *process
+	for _, p := range cp.processes {
+		if p.name == "karmada-apiserver" && !p.exited() {
+			old = p
+		}
+	}
+	cp.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("karmada-apiserver is not running")
+	}
+	old.stop(30 * time.Second)
+	started, err := cp.startProcess(old.name, old.binary, old.args...)
+	if err != nil {
+		return err
+	}
+	return cp.apiserverReady(ctx, started, cp.Karmada)
+}
