@@ -108,8 +108,19 @@ func PrintPass(w io.Writer, result *PassResult, opts PrintOptions) error {
 
 // PrintSummary writes result's one-line summary.
 func PrintSummary(w io.Writer, result *PassResult) error {
-	_, err := fmt.Fprintln(w, result.Summary())
-	return err
+	if _, err := fmt.Fprintln(w, result.Summary()); err != nil {
+		return err
+	}
+	// Events are how others learn of a write (or a failed one): say when
+	// they could not be recorded.
+	for _, br := range result.Bindings {
+		if br.EventErr != nil {
+			if _, err := fmt.Fprintf(w, "warning: the events of binding %s/%s were not recorded: %v\n", br.Namespace, br.Name, br.EventErr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func bindingsSpanNamespaces(bindings []BindingResult, skipped []SkippedBinding) bool {

@@ -79,6 +79,13 @@ func TestPrintSummary(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, PrintSummary(&buf, samplePass()))
 	assert.Equal(t, "5 binding(s) listed, 3 candidate(s), descheduled 1 binding(s) moving 2 replica(s), 1 failed\n", buf.String())
+
+	result := samplePass()
+	result.Bindings[0].EventErr = errors.New(`events is forbidden: User "bob" cannot create resource "events"`)
+	buf.Reset()
+	require.NoError(t, PrintSummary(&buf, result))
+	assert.Contains(t, buf.String(), "warning: the events of binding "+result.Bindings[0].Namespace+"/"+result.Bindings[0].Name+
+		` were not recorded: events is forbidden: User "bob" cannot create resource "events"`+"\n")
 }
 
 func TestPrintPassHideReadyAndSkipped(t *testing.T) {
