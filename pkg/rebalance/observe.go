@@ -21,7 +21,8 @@ func Observe(ctx context.Context, api BindingAPI, at metav1.Time, rows []Row) {
 	settled := make(map[int]bool)
 	// Read every half second at first, then less often, up to every 5s.
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: math.MaxInt32}
-	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+	// Until ctx ends, every 5s once the cap is reached.
+	_ = backoff.DelayFunc().Until(ctx, true, false, func(ctx context.Context) (bool, error) {
 		waiting := 0
 		for i := range rows {
 			row := &rows[i]

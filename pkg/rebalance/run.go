@@ -550,7 +550,10 @@ func (r *Runner) settleObservation(e *entry, check Observation, existing bool) {
 // and is not an error.
 func (r *Runner) retry(ctx context.Context, e *entry, timedOut string, attempt func() (bool, error)) error {
 	var attemptErr error
-	err := wait.ExponentialBackoffWithContext(ctx, r.Backoff, func(context.Context) (bool, error) {
+	// Until ctx ends: once the backoff reaches its cap it stays there.
+	// (ExponentialBackoffWithContext would stop at the cap, leaving a
+	// binding pending after a dozen seconds of an apiserver restart.)
+	err := r.Backoff.DelayFunc().Until(ctx, true, false, func(context.Context) (bool, error) {
 		done, err := attempt()
 		attemptErr = err
 		return done, err
@@ -561,7 +564,7 @@ func (r *Runner) retry(ctx context.Context, e *entry, timedOut string, attempt f
 	case err == nil:
 		return nil
 	}
-	// The context ended (or, in theory, the steps ran out): still pending.
+	// The context ended: still pending.
 	if e.row.Message == "" {
 		e.row.Message = timedOut
 	} else {

@@ -562,3 +562,20 @@ func TestRunRepeatedFailureIsToldByTheSchedulersEvents(t *testing.T) {
 		})
 	}
 }
+
+// Retries go on until the context ends, also once the backoff reached its
+// cap: an apiserver restart longer than the backoff's climb must not leave
+// a binding pending while --timeout has time left.
+func TestRunRetriesPastTheBackoffCap(t *testing.T) {
+	f := newRunnerFixture(Options{})
+	f.runner.Backoff = wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 4 * time.Millisecond, Steps: 1 << 30}
+	b := scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...)
+	f.api.add(b)
+	for range 20 {
+		f.api.patchErrors[b.key()] = append(f.api.patchErrors[b.key()], apierrors.NewServiceUnavailable("restarting"))
+	}
+	result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	require.Len(t, result.Rows, 1)
+	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[0].Result, result.Rows[0].Message)
+}

@@ -83,6 +83,7 @@ func BenchmarkFaults(b *testing.B) {
 			r := runWithFaults(b, ctx, cp, uint64(300+i), "deployments", "--all", "-n", namespace,
 				"--max-in-flight=100", "--wait-ready=false", "--progress-deadline=5m", "--timeout=10m", "-o", "json")
 			rb := decodeRebalancer(b, r.stdout)
+			r.perWorkloadTime = true // each workload is triggered when its turn comes
 			successful, pending := checkRun(b, ctx, c, r, rb)
 			report = append(report, r.line("waved (--max-in-flight 100)", successful, pending))
 		}
@@ -102,6 +103,8 @@ type run struct {
 	stats          harness.FaultStats
 	writes         map[string]int
 	restarted      bool
+	// perWorkloadTime: a waved run triggers each workload at its own time.
+	perWorkloadTime bool
 }
 
 func (r run) line(name string, successful, pending int) string {
@@ -186,7 +189,9 @@ func checkRun(b *testing.B, ctx context.Context, c *fixtures.Clients, r run, rb 
 				if at == nil {
 					at = got
 				}
-				assert.True(b, at.Equal(got), "%s holds trigger %s, another binding %s: one trigger time per run", key, got, at)
+				if !r.perWorkloadTime {
+					assert.True(b, at.Equal(got), "%s holds trigger %s, another binding %s: one trigger time per run", key, got, at)
+				}
 			}
 		case "":
 			pending++
