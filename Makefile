@@ -75,7 +75,7 @@ release-snapshot:
 ## release-test: a snapshot release, its krew manifest checked by krew's own validator and installed
 ## by a real krew for every platform (goreleaser and krew built from the Go module proxy; minutes)
 release-test:
-	cd hack/krewcheck && $(GO) test -count=1 -timeout 60m -v .
+	cd hack/krewcheck && $(GO) test -count=1 -timeout 90m -v .
 
 VERSION ?= v0.0.0-dev
 ## image: the linux/amd64+arm64 image as an OCI layout tar in _output/image/ (no Docker, no base image)
