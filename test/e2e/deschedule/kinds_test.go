@@ -1,0 +1,205 @@
+package deschedule
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+)
+
+// statefulSet is the seed example's workload as a StatefulSet: nginx pods
+// of 2 CPUs each, labelled app=NAME.
+func statefulSet(ns, name string, replicas int32) *appsv1.StatefulSet {
+	d := fixtures.Deployment(ns, name, replicas)
+	tpl := d.Spec.Template
+	tpl.Spec.Containers[0].Name, tpl.Spec.Containers[0].Image = "nginx", "nginx"
+	tpl.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: d.Labels},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(replicas),
+			ServiceName: name,
+			Selector:    d.Spec.Selector,
+			Template:    tpl,
+			// Pods start and stop together, as a Deployment's do.
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+		},
+	}
+}
+
+// kindPolicy propagates one workload of kind with placement.
+func (e *env) kindPolicy(apiVersion, kind, name string, placement policyv1alpha1.Placement) {
+	e.t.Helper()
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: apiVersion, Kind: kind, Name: name}},
+			Placement:         placement,
+		},
+	}
+	_, err := e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns).Create(e.ctx, policy, metav1.CreateOptions{})
+	require.NoError(e.t, err)
+}
+
+// settledBinding waits until karmada-scheduler has answered the latest spec
+// of the binding named binding with a success, and returns its placement.
+func (e *env) settledBinding(binding string) map[string]int32 {
+	e.t.Helper()
+	var placement map[string]int32
+	e.eventually("binding "+binding+" scheduled for its latest spec", func() (bool, string) {
+		rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).Get(e.ctx, binding, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		placement = map[string]int32{}
+		var sum int32
+		for _, tc := range rb.Spec.Clusters {
+			if tc.Replicas > 0 {
+				placement[tc.Name] = tc.Replicas
+			}
+			sum += tc.Replicas
+		}
+		done := rb.Status.SchedulerObservedGeneration == rb.Generation &&
+			meta.IsStatusConditionTrue(rb.Status.Conditions, "Scheduled") && sum == rb.Spec.Replicas && sum > 0
+		return done, fmt.Sprintf("%s generation %d observed %d", fixtures.Placement(rb.Spec.Clusters), rb.Generation, rb.Status.SchedulerObservedGeneration)
+	})
+	return placement
+}
+
+// bindingReadyUnknown waits until cluster has reported a status for the
+// binding without a ready count: nothing ready there.
+func (e *env) bindingReadyUnknown(binding, cluster string) {
+	e.t.Helper()
+	e.eventually("no ready replicas of "+binding+" in "+cluster, func() (bool, string) {
+		rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).Get(e.ctx, binding, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range rb.Status.AggregatedStatus {
+			if s.ClusterName == cluster && s.Status != nil {
+				_, known := deschedule.ReadyReplicas(rb)[cluster]
+				return !known, string(s.Status.Raw)
+			}
+		}
+		return false, "no status from " + cluster
+	})
+}
+
+// cordonMember marks every node of member unschedulable, as `kubectl
+// cordon` does, and undoes it when the test ends.
+func (e *env) cordonMember(member string) {
+	e.t.Helper()
+	client := e.member(member)
+	nodes, err := client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	require.NoError(e.t, err)
+	require.NotEmpty(e.t, nodes.Items)
+	patch := func(unschedulable bool) []byte {
+		return fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, unschedulable)
+	}
+	for _, n := range nodes.Items {
+		_, err := client.CoreV1().Nodes().Patch(e.ctx, n.Name, types.StrategicMergePatchType, patch(true), metav1.PatchOptions{})
+		require.NoError(e.t, err)
+		e.t.Cleanup(func() {
+			_, _ = client.CoreV1().Nodes().Patch(context.Background(), n.Name, types.StrategicMergePatchType, patch(false), metav1.PatchOptions{})
+		})
+	}
+}
+
+// deleteAppPods deletes the pods labelled app=name in member.
+func (e *env) deleteAppPods(member, name string) {
+	e.t.Helper()
+	client := e.member(member)
+	pods, err := client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	require.NoError(e.t, err)
+	for _, p := range pods.Items {
+		if err := client.CoreV1().Pods(e.ns).Delete(e.ctx, p.Name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+			require.NoError(e.t, err)
+		}
+	}
+}
+
+// TestDescheduleSeedExampleStatefulSet is the seed's descheduler example
+// with a StatefulSet in place of the Deployment: cordon every node of
+// member1, delete the pod there, and one pass moves the replica that the
+// StatefulSet controller cannot place again to another member, for good.
+// The pod is found through its controller (the member's StatefulSet) and
+// counted because it is of the StatefulSet's update revision.
+func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
+	// Not parallel: cordoning member1 must not disturb the other tests.
+	e := newEnv(t, "seed-sts")
+	const name, binding = "web", "web-statefulset"
+	e.kindPolicy("apps/v1", "StatefulSet", name, dynamicWeight("member1", "member2", "member3"))
+	_, err := e.c.Kube.AppsV1().StatefulSets(e.ns).Create(e.ctx, statefulSet(e.ns, name, 3), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	before := e.settledBinding(binding)
+	t.Logf("%s placed %v", name, before)
+	require.GreaterOrEqual(t, before["member1"], int32(1), "the example starts with a replica in member1")
+	for member, n := range before {
+		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+	}
+
+	e.cordonMember("member1")
+	e.deleteAppPods("member1", name)
+	want := int(before["member1"])
+	// The StatefulSet controller recreates the pod, which member1 cannot place.
+	e.waitPods("member1", name, podCounts{unschedulable: want, total: want})
+	e.bindingReadyUnknown(binding, "member1")
+	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
+
+	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "1s")
+	require.Equal(t, cmd.ExitOK, code, stderr)
+	assert.Regexp(t, fmt.Sprintf(`%s\s+member1\s+%d\s+<unknown>\s+%d\s+0\s+evict`, binding, want, want), stdout)
+	assert.Contains(t, stderr, fmt.Sprintf("descheduled 1 binding(s) moving %d replica(s)", want))
+
+	after := e.settledBinding(binding)
+	t.Logf("%s placed %v after the pass", name, after)
+	assert.NotContains(t, after, "member1")
+	assert.Equal(t, int32(3), after["member2"]+after["member3"])
+	e.waitPods("member1", name, podCounts{})
+	for member, n := range after {
+		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+	}
+
+	// A later pass finds nothing to do: nothing bounced back.
+	code, report := e.runJSON("--unschedulable-threshold", "1s")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Zero(t, report.Summary.EvictedReplicas)
+	for _, b := range report.Bindings {
+		assert.NotEqual(t, deschedule.OutcomeBouncedBack, b.Outcome, "%s", b.Name)
+	}
+
+	// --kinds leaves StatefulSets out of scope; the opt-out annotation on
+	// the template skips the binding, with its reason.
+	code, report = e.runJSON("--kinds", "deployments.apps")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Zero(t, report.Summary.Listed)
+	sts, err := e.c.Kube.AppsV1().StatefulSets(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, deschedule.SkipAnnotation, "true")
+	_, err = e.c.Kube.AppsV1().StatefulSets(e.ns).Update(e.ctx, sts, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	code, report = e.runJSON("--kinds", "sts")
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, 1, report.Summary.Listed)
+	assert.Empty(t, report.Bindings)
+	require.Len(t, report.Skipped, 1)
+	assert.Equal(t, deschedule.SkipOptedOut, report.Skipped[0].Code)
+	assert.Equal(t, binding, report.Skipped[0].Name)
+}
