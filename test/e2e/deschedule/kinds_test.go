@@ -3,6 +3,7 @@ package deschedule
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -16,12 +17,45 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
+
+// namespacedEnv is a test's own namespace on the shared control plane,
+// propagated to every member and deleted when the test ends. The seed's
+// example needs karmada-scheduler-estimator, as its prerequisites say:
+// without it karmada-scheduler still counts member1's cordoned nodes and
+// puts the replica straight back.
+func namespacedEnv(t *testing.T, ns string) *env {
+	t.Helper()
+	cp := harness.Require(t)
+	if !estimatorRunning(cp) {
+		t.Skip("the seed's example needs karmada-scheduler-estimator, which this control plane does not run")
+	}
+	c, err := fixtures.NewClients(cp.Karmada)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, cp: cp, c: c, ns: ns, ctx: ctx, members: map[string]kubernetes.Interface{}}
+	fixtures.TestNamespace(ctx, t, c, ns)
+	return e
+}
+
+// estimatorRunning reports whether the harness runs karmada-scheduler-estimator
+// for the members. The field is read by name so that these tests build
+// against harnesses with and without estimators.
+func estimatorRunning(cp *harness.ControlPlane) bool {
+	if len(cp.Members) == 0 {
+		return false
+	}
+	port := reflect.ValueOf(cp.Members[0]).Elem().FieldByName("EstimatorPort")
+	return port.IsValid() && port.CanInt() && port.Int() > 0
+}
 
 // statefulSet is the seed example's workload as a StatefulSet: nginx pods
 // of 2 CPUs each, labelled app=NAME.
@@ -142,7 +176,7 @@ func (e *env) deleteAppPods(member, name string) {
 // counted because it is of the StatefulSet's update revision.
 func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
 	// Not parallel: cordoning member1 must not disturb the other tests.
-	e := newEnv(t, "seed-sts")
+	e := namespacedEnv(t, "seed-sts")
 	const name, binding = "web", "web-statefulset"
 	e.kindPolicy("apps/v1", "StatefulSet", name, dynamicWeight("member1", "member2", "member3"))
 	_, err := e.c.Kube.AppsV1().StatefulSets(e.ns).Create(e.ctx, statefulSet(e.ns, name, 3), metav1.CreateOptions{})
