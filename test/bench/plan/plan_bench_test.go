@@ -46,19 +46,19 @@ var mix = []struct {
 	replicas int32
 	strategy *policyv1alpha1.ReplicaSchedulingStrategy
 }{
-	{"dyn", 1400, 3, &policyv1alpha1.ReplicaSchedulingStrategy{
+	{"dyn", 800, 3, &policyv1alpha1.ReplicaSchedulingStrategy{
 		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
 		WeightPreference: &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas}}},
-	{"agg", 300, 2, &policyv1alpha1.ReplicaSchedulingStrategy{
+	{"agg", 400, 1, &policyv1alpha1.ReplicaSchedulingStrategy{
 		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated}},
-	{"static", 200, 3, &policyv1alpha1.ReplicaSchedulingStrategy{
+	{"static", 500, 1, &policyv1alpha1.ReplicaSchedulingStrategy{
 		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
 		WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
 			{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}, Weight: 1},
 			{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member2"}}, Weight: 1},
 			{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}, Weight: 1},
 		}}}},
-	{"dup", 100, 1, &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated}},
+	{"dup", 300, 1, &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated}},
 }
 
 // BenchmarkPlan2000 plans 2,000 workloads after a failover and recovery,
