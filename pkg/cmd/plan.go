@@ -309,6 +309,10 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 			}
 		}
 	default:
+		if len(predictions) == 0 {
+			// A WorkloadRebalancer must list at least one workload.
+			break
+		}
 		if err := t.printer.PrintObj(planRebalancer(predictions), t.Out); err != nil {
 			return withExitCode(ExitError, fmt.Errorf("printing the workloadrebalancer failed: %w", err))
 		}
