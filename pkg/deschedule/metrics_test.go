@@ -53,6 +53,24 @@ func TestMetricsObservePass(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
+func TestMetricsCountBouncesOnce(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	bounced := func(newly ...string) *PassResult {
+		return &PassResult{Start: testNow, End: testNow, Bindings: []BindingResult{{
+			Outcome: OutcomeBouncedBack, NewlyBounced: newly,
+			Rows: []ClusterRow{{Cluster: "member1", Spec: 1, New: 1, Action: ActionBouncedBack}},
+		}}}
+	}
+	m.ObservePass(bounced("member1"), nil)
+	m.ObservePass(bounced(), nil)
+
+	got := gather(t, reg)
+	assert.Equal(t, float64(1), got[`kubectl_rebalance_deschedule_bounced_back_total{cluster="member1"}`], "a bounce is counted when first found")
+	assert.Equal(t, float64(2), got[`kubectl_rebalance_deschedule_bindings_total{outcome="bounced-back"}`], "every pass reports the binding")
+}
+
 // gather flattens a registry into "name{label=\"value\"}" -> value.
 func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()

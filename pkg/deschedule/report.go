@@ -60,6 +60,9 @@ type ReportSummary struct {
 	Blocked int `json:"blocked"`
 	Limited int `json:"limited"`
 	Failed  int `json:"failed"`
+	// BouncedBack counts the binding clusters left alone because the
+	// scheduler put the replicas an earlier pass evicted straight back.
+	BouncedBack int `json:"bouncedBack"`
 	// Stopped is true when the pass was stopped before all writes were done.
 	Stopped bool `json:"stopped"`
 	// Text is the one-line summary printed under the table.
@@ -73,7 +76,7 @@ type BindingReport struct {
 	// Resource is the binding's resource template.
 	Resource ResourceReport `json:"resource"`
 	// Outcome is descheduled, dry-run, unchanged, blocked, limited,
-	// skipped, failed or stopped.
+	// bounced-back, skipped, failed or stopped.
 	Outcome Outcome `json:"outcome"`
 	// EvictedReplicas is the number of replicas moved (or to be moved).
 	EvictedReplicas int32 `json:"evictedReplicas"`
@@ -160,6 +163,7 @@ func (r *PassResult) Report() *PassReport {
 			Blocked:         r.count(OutcomeBlocked),
 			Limited:         r.count(OutcomeLimited),
 			Failed:          r.Failed,
+			BouncedBack:     r.bouncedBack(),
 			Stopped:         r.Stopped,
 			Text:            r.Summary(),
 		},
