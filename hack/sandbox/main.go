@@ -36,6 +36,8 @@ func run() error {
 	flag.StringVar(&opts.NodeCPU, "node-cpu", "32", "CPU capacity of each node")
 	flag.StringVar(&opts.NodeMemory, "node-memory", "256Gi", "memory capacity of each node")
 	flag.StringVar(&opts.NodePods, "node-pods", "110", "pod capacity of each node")
+	flag.BoolVar(&opts.SchedulerEstimator, "scheduler-estimator", true,
+		"run a karmada-scheduler-estimator per member and karmada-scheduler with --enable-scheduler-estimator (as karmada-descheduler expects)")
 	flag.Parse()
 
 	abs, err := filepath.Abs(dir)

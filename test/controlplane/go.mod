@@ -9,6 +9,7 @@ tool (
 	github.com/karmada-io/karmada/cmd/aggregated-apiserver
 	github.com/karmada-io/karmada/cmd/controller-manager
 	github.com/karmada-io/karmada/cmd/scheduler
+	github.com/karmada-io/karmada/cmd/scheduler-estimator
 	github.com/karmada-io/karmada/cmd/webhook
 	go.etcd.io/etcd/server/v3
 	k8s.io/kubernetes/cmd/kube-apiserver

@@ -17,7 +17,7 @@ const BuildCommand = "hack/build-controlplane.sh (or make controlplane)"
 
 var requiredBinaries = []string{
 	"server", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-	"aggregated-apiserver", "controller-manager", "scheduler", "webhook", "kwok",
+	"aggregated-apiserver", "controller-manager", "scheduler", "scheduler-estimator", "webhook", "kwok",
 }
 
 // DefaultAssetsDir returns $KUBECTL_REBALANCE_CONTROLPLANE, or, in the

@@ -3,7 +3,8 @@
 // by karmada-aggregated-apiserver, kube-controller-manager, karmada-webhook,
 // karmada-scheduler and karmada-controller-manager, plus member clusters made
 // of kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes,
-// registered as Push clusters. Tests, benchmarks and `make sandbox` share it.
+// registered as Push clusters, optionally each with its
+// karmada-scheduler-estimator. Tests, benchmarks and `make sandbox` share it.
 //
 // The binaries come from hack/build-controlplane.sh.
 package harness
@@ -38,6 +39,12 @@ type Options struct {
 	NodeCPU, NodeMemory, NodePods string
 	// KarmadaControllers is karmada-controller-manager's --controllers value.
 	KarmadaControllers string
+	// SchedulerEstimator runs one karmada-scheduler-estimator per member and
+	// karmada-scheduler with --enable-scheduler-estimator, the setup Karmada's
+	// descheduler guide requires: the scheduler then sizes members by their
+	// schedulable nodes, not only by the Cluster's resource summary (which
+	// still counts cordoned nodes).
+	SchedulerEstimator bool
 	// Progress receives one line per started component; nil discards.
 	Progress io.Writer
 }
@@ -82,6 +89,10 @@ type Member struct {
 	Config *rest.Config
 	// Endpoint is the member apiserver's URL.
 	Endpoint string
+	// EstimatorPort is the loopback port of the member's
+	// karmada-scheduler-estimator (gRPC over mutual TLS), or 0 when the
+	// control plane runs without estimators.
+	EstimatorPort int
 
 	kubeconfig string
 }
@@ -162,6 +173,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.joinMembers(ctx); err != nil {
 		return nil, err
 	}
+	if opts.SchedulerEstimator {
+		if err := cp.waitEstimatorsConnected(ctx); err != nil {
+			return nil, err
+		}
+		cp.progress("karmada-scheduler connected to %d scheduler-estimator(s) (%s)", len(cp.Members), since(begin))
+	}
 	if err := cp.writeKubeconfig(); err != nil {
 		return nil, err
 	}
@@ -217,6 +234,18 @@ func (cp *ControlPlane) Member(name string) *Member {
 	for _, m := range cp.Members {
 		if m.Name == name {
 			return m
+		}
+	}
+	return nil
+}
+
+// process returns the started process called name, or nil.
+func (cp *ControlPlane) process(name string) *process {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	for _, p := range cp.processes {
+		if p.name == name {
+			return p
 		}
 	}
 	return nil

@@ -367,14 +367,18 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 	if err != nil {
 		return err
 	}
-	scheduler, err := cp.startProcess("karmada-scheduler", cp.bin("scheduler"),
-		"--kubeconfig="+kubeconfig,
+	schedulerArgs := []string{
+		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
-		"--metrics-bind-address="+addr(ports[0]),
-		"--health-probe-bind-address="+addr(ports[1]),
+		"--metrics-bind-address=" + addr(ports[0]),
+		"--health-probe-bind-address=" + addr(ports[1]),
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
-	)
+	}
+	if cp.opts.SchedulerEstimator {
+		schedulerArgs = append(schedulerArgs, cp.schedulerEstimatorArgs()...)
+	}
+	scheduler, err := cp.startProcess("karmada-scheduler", cp.bin("scheduler"), schedulerArgs...)
 	if err != nil {
 		return err
 	}

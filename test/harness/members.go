@@ -141,6 +141,11 @@ func (cp *ControlPlane) startMember(ctx context.Context, m *Member) error {
 	if err != nil {
 		return err
 	}
+	if cp.opts.SchedulerEstimator {
+		if err := cp.startEstimator(ctx, m); err != nil {
+			return err
+		}
+	}
 	cp.progress("%s ready on %s with %d kwok node(s) (%s)", m.Name, m.Endpoint, cp.opts.NodesPerMember, since(start))
 	return nil
 }
@@ -194,6 +199,12 @@ func (cp *ControlPlane) joinMembers(ctx context.Context) error {
 		return err
 	}
 	for _, m := range cp.Members {
+		// The scheduler looks the estimator up when the Cluster appears.
+		if cp.opts.SchedulerEstimator {
+			if err := cp.registerEstimator(ctx, kube, m); err != nil {
+				return err
+			}
+		}
 		token, err := os.ReadFile(filepath.Join(cp.Dir, m.Name, "token"))
 		if err != nil {
 			return err

@@ -24,7 +24,10 @@ func TestMain(m *testing.M) {
 		NodeCPU:    "100",
 		NodeMemory: "1Ti",
 		NodePods:   "60",
-		Progress:   os.Stderr,
+		// As karmada-descheduler's prerequisites ask: an estimator per member
+		// and karmada-scheduler with --enable-scheduler-estimator.
+		SchedulerEstimator: true,
+		Progress:           os.Stderr,
 	})
 	removeBinary()
 	os.Exit(code)

@@ -1,0 +1,253 @@
+// Package noestimator proves what `kubectl rebalance deschedule` does where
+// karmada-scheduler runs without karmada-scheduler-estimator: the scheduler
+// sizes members by their resource summary, which still counts cordoned nodes,
+// and puts an evicted replica straight back where it cannot run. The command
+// must say so and stop, not evict in a loop.
+package noestimator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(harness.RunTests(m, harness.Options{Members: 3, NodeCPU: "100", NodeMemory: "1Ti", NodePods: "60", Progress: os.Stderr}))
+}
+
+const waitTimeout = 3 * time.Minute
+
+type env struct {
+	t   *testing.T
+	cp  *harness.ControlPlane
+	c   *fixtures.Clients
+	ctx context.Context
+}
+
+func (e *env) member(name string) kubernetes.Interface {
+	client, err := kubernetes.NewForConfig(e.cp.Member(name).Config)
+	require.NoError(e.t, err)
+	return client
+}
+
+func (e *env) eventually(what string, check func() (bool, string)) {
+	e.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(e.ctx, 500*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		ok, desc := check()
+		last = desc
+		return ok, nil
+	})
+	require.NoError(e.t, err, "waiting for %s: last seen %s", what, last)
+}
+
+func (e *env) binding() *workv1alpha2.ResourceBinding {
+	e.t.Helper()
+	rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings("default").Get(e.ctx, "nginx-deployment", metav1.GetOptions{})
+	require.NoError(e.t, err)
+	return rb
+}
+
+// settled waits until the scheduler answered the binding's latest spec and
+// returns the replicas it gave member1.
+func (e *env) settled() (member1 int32, rb *workv1alpha2.ResourceBinding) {
+	e.t.Helper()
+	e.eventually("nginx scheduled for its latest spec", func() (bool, string) {
+		rb = e.binding()
+		var sum int32
+		member1 = 0
+		for _, tc := range rb.Spec.Clusters {
+			sum += tc.Replicas
+			if tc.Name == "member1" {
+				member1 = tc.Replicas
+			}
+		}
+		return rb.Status.SchedulerObservedGeneration == rb.Generation && sum == rb.Spec.Replicas &&
+			meta.IsStatusConditionTrue(rb.Status.Conditions, "Scheduled"), fixtures.Placement(rb.Spec.Clusters)
+	})
+	return member1, rb
+}
+
+// unschedulableIn waits until n pods of nginx in member1 are Unschedulable,
+// and Karmada reports none of them ready.
+func (e *env) unschedulableIn(n int32) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("%d unschedulable nginx pods in member1, none ready", n), func() (bool, string) {
+		pods, err := e.member("member1").CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var stuck, total int32
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			total++
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					stuck++
+				}
+			}
+		}
+		ready, known := deschedule.ReadyReplicas(e.binding())["member1"]
+		return stuck == n && total == n && known && ready == 0, fmt.Sprintf("%d of %d unschedulable, ready %d (known %t)", stuck, total, ready, known)
+	})
+	// Past the one-second threshold the passes are given.
+	time.Sleep(2 * time.Second)
+}
+
+func (e *env) pass() (int, *deschedule.PassReport, string) {
+	e.t.Helper()
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--unschedulable-threshold", "1s", "-o", "json"})
+	root.SetContext(e.ctx)
+	code := cmd.Execute(root, streams)
+	e.t.Logf("exit %d\n--- stdout\n%s--- stderr\n%s", code, out.String(), errOut.String())
+	report := &deschedule.PassReport{}
+	require.NoError(e.t, json.Unmarshal(out.Bytes(), report), out.String())
+	return code, report, errOut.String()
+}
+
+// TestBounceBackWithoutEstimator runs the descheduler guide's example on a
+// control plane without estimators, with a large node in member1: cordoned,
+// it still counts as room for the scheduler. The first pass evicts the
+// replicas member1 cannot run, the scheduler gives them straight back, and the
+// next pass reports the bounce once and writes nothing to the placement.
+func TestBounceBackWithoutEstimator(t *testing.T) {
+	cp := harness.Require(t)
+	c, err := fixtures.NewClients(cp.Karmada)
+	require.NoError(t, err)
+	e := &env{t: t, cp: cp, c: c, ctx: fixtures.TestContext(t)}
+
+	// A large member1 node, counted in its Cluster's resource summary.
+	big := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "member1-big", Labels: map[string]string{"kubernetes.io/hostname": "member1-big", "type": "kwok"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("500")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("500")}},
+	}
+	_, err = e.member("member1").CoreV1().Nodes().Create(e.ctx, big, metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.eventually("member1's resource summary to count the large node", func() (bool, string) {
+		cluster, err := c.Karmada.ClusterV1alpha1().Clusters().Get(e.ctx, "member1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		summary := cluster.Status.ResourceSummary
+		if summary == nil {
+			return false, "no resource summary"
+		}
+		cpu := summary.Allocatable[corev1.ResourceCPU]
+		return cpu.Cmp(resource.MustParse("1000")) > 0, cpu.String()
+	})
+
+	// The guide's policy and Deployment.
+	policy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nginx-propagation"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "nginx"}},
+			Placement: policyv1alpha1.Placement{
+				ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2", "member3"}},
+				ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+					ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+					ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+					WeightPreference:          &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas},
+				},
+			},
+		},
+	}
+	_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies("default").Create(e.ctx, policy, metav1.CreateOptions{})
+	require.NoError(t, err)
+	d := fixtures.Deployment("default", "nginx", 3)
+	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	_, err = c.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{})
+	require.NoError(t, err)
+	inMember1, _ := e.settled()
+	require.Positive(t, inMember1, "the large node draws replicas to member1")
+
+	// Cordon every node of member1 and delete its nginx pods.
+	nodes, err := e.member("member1").CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, n := range nodes.Items {
+		_, err := e.member("member1").CoreV1().Nodes().Patch(e.ctx, n.Name, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.member("member1").CoreV1().Pods("default").DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=nginx"}))
+	e.unschedulableIn(inMember1)
+
+	// First pass: the replicas member1 cannot run are evicted...
+	code, report, _ := e.pass()
+	require.Equal(t, cmd.ExitOK, code)
+	require.Len(t, report.Bindings, 1)
+	assert.Equal(t, deschedule.OutcomeDescheduled, report.Bindings[0].Outcome)
+	assert.Equal(t, inMember1, report.Bindings[0].EvictedReplicas)
+
+	// ...and the scheduler, which sees the cordoned room, puts them back.
+	back, rb := e.settled()
+	require.Equal(t, inMember1, back, "karmada-scheduler without an estimator returns the replicas to member1: %s", fixtures.Placement(rb.Spec.Clusters))
+	e.unschedulableIn(back)
+
+	// Second pass: the bounce is reported, once, and nothing is evicted.
+	generation := e.binding().Generation
+	code, report, stderr := e.pass()
+	require.Equal(t, cmd.ExitOK, code)
+	b := report.Bindings[0]
+	assert.Equal(t, deschedule.OutcomeBouncedBack, b.Outcome)
+	assert.Zero(t, b.EvictedReplicas)
+	assert.Contains(t, b.Message, "karmada-scheduler gave cluster(member1)")
+	assert.Contains(t, b.Message, "without karmada-scheduler-estimator")
+	for _, row := range b.Clusters {
+		if row.Cluster == "member1" {
+			assert.Equal(t, deschedule.ActionBouncedBack, row.Action)
+		}
+	}
+	assert.Contains(t, stderr, "1 bounced back")
+	assert.Equal(t, generation, e.binding().Generation, "the placement is not written again")
+
+	warnings := func() int {
+		events, err := c.Kube.CoreV1().Events("default").List(e.ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"reason": deschedule.ReasonDescheduleBouncedBack}.String(),
+		})
+		require.NoError(t, err)
+		for _, ev := range events.Items {
+			assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+			assert.Contains(t, []string{"ResourceBinding", "Deployment"}, ev.InvolvedObject.Kind)
+		}
+		return len(events.Items)
+	}
+	assert.Equal(t, 2, warnings(), "a warning on the binding and on the Deployment")
+
+	// Third pass: still left alone, and no second warning.
+	code, report, _ = e.pass()
+	require.Equal(t, cmd.ExitOK, code)
+	assert.Equal(t, deschedule.OutcomeBouncedBack, report.Bindings[0].Outcome)
+	assert.Equal(t, generation, e.binding().Generation)
+	assert.Equal(t, 2, warnings())
+
+}
