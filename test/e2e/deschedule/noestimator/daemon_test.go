@@ -1,4 +1,4 @@
-package deschedule
+package noestimator
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ func pluginBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
 		if binDir, buildErr = os.MkdirTemp("", "deschedule-e2e-bin-"); buildErr != nil {
 			return
 		}

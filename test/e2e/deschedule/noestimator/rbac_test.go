@@ -1,4 +1,4 @@
-package deschedule
+package noestimator
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ var manifestResources = map[string]schema.GroupVersionResource{
 func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", path))
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "..", path))
 	require.NoError(t, err)
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs []*unstructured.Unstructured
