@@ -1,4 +1,4 @@
-package deschedule
+package noestimator
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func karmadaDeschedulerBinary(t *testing.T) string {
 		}
 		karmadaDescheduler = filepath.Join(dir, "karmada-descheduler")
 		build := exec.Command("go", "build", "-o", karmadaDescheduler, "github.com/karmada-io/karmada/cmd/descheduler")
-		build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "controlplane")
+		build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "controlplane")
 		if out, err := build.CombinedOutput(); err != nil {
 			karmadaDeschedulerErr = fmt.Errorf("go build karmada-descheduler: %w\n%s", err, out)
 		}
