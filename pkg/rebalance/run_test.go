@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -399,10 +400,12 @@ func TestRunTransientErrorsAreRetriedUntilTheTimeout(t *testing.T) {
 	f.api.add(scheduledBinding(apiDeploy, serverNow.Add(-time.Hour), member2Only...))
 	throttled := apierrors.NewTooManyRequests("slow down", 1)
 	f.api.patchErrors[bindingKey{"shop", "web-deployment"}] = []error{throttled, throttled}
-	f.api.patchErrors[bindingKey{"shop", "api-deployment"}] = []error{throttled, throttled, throttled, throttled, throttled, throttled, throttled, throttled, throttled, throttled}
-	f.runner.Backoff = wait.Backoff{Duration: 20 * time.Millisecond, Factor: 1, Steps: 1 << 30}
+	// api is throttled for longer than the run lasts; web's two retries fit
+	// many times over in the timeout, however loaded the machine is.
+	f.api.patchErrors[bindingKey{"shop", "api-deployment"}] = slices.Repeat([]error{throttled}, 1000)
+	f.runner.Backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 1, Steps: 1 << 30}
 
-	result, err := f.run(t, 100*time.Millisecond, targetsOf(webDeploy, apiDeploy)...)
+	result, err := f.run(t, 2*time.Second, targetsOf(webDeploy, apiDeploy)...)
 	require.NoError(t, err)
 	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[1].Result, "web got through after two retries")
 	assert.Empty(t, result.Rows[0].Result, "api is still pending")
