@@ -150,6 +150,31 @@ func TestBounceBackWithoutEstimator(t *testing.T) {
 	}
 	_, err = e.member("member1").CoreV1().Nodes().Create(e.ctx, big, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The other tests of the package need member1 as it was: uncordoned,
+	// without the large node, and without nginx.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = c.Kube.AppsV1().Deployments("default").Delete(ctx, "nginx", metav1.DeleteOptions{})
+		_ = c.Karmada.PolicyV1alpha1().PropagationPolicies("default").Delete(ctx, "nginx-propagation", metav1.DeleteOptions{})
+		_ = e.member("member1").CoreV1().Nodes().Delete(ctx, big.Name, metav1.DeleteOptions{})
+		nodes, err := e.member("member1").CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, n := range nodes.Items {
+			_, _ = e.member("member1").CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{})
+		}
+		// Wait until Karmada no longer counts the large node, which would
+		// draw the next tests' replicas to member1.
+		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			cluster, err := c.Karmada.ClusterV1alpha1().Clusters().Get(ctx, "member1", metav1.GetOptions{})
+			if err != nil || cluster.Status.ResourceSummary == nil {
+				return false, nil
+			}
+			cpu := cluster.Status.ResourceSummary.Allocatable[corev1.ResourceCPU]
+			return cpu.Cmp(resource.MustParse("1000")) < 0, nil
+		})
+	})
 	e.eventually("member1's resource summary to count the large node", func() (bool, string) {
 		cluster, err := c.Karmada.ClusterV1alpha1().Clusters().Get(e.ctx, "member1", metav1.GetOptions{})
 		if err != nil {
