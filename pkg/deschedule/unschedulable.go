@@ -360,12 +360,14 @@ var maxTime = time.Unix(1<<62, 0)
 
 // IsUnschedulable reports whether pod is still running its course (not
 // Succeeded or Failed) and the scheduler has reported it Unschedulable for
-// longer than threshold at now. A negative threshold counts as zero.
+// longer than threshold at now. A zero or negative threshold counts every
+// Unschedulable pod: now is a member's whole-second time, so a pod that turned
+// Unschedulable within its current second is not yet "before" it, and a
+// threshold of zero means not waiting at all.
 func IsUnschedulable(pod *corev1.Pod, threshold time.Duration, now time.Time) bool {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	threshold = max(threshold, 0)
 	for i := range pod.Status.Conditions {
 		c := &pod.Status.Conditions[i]
 		if c.Type != corev1.PodScheduled {
@@ -374,7 +376,7 @@ func IsUnschedulable(pod *corev1.Pod, threshold time.Duration, now time.Time) bo
 		// Only the first PodScheduled condition is consulted, like the
 		// lookup helpers in Kubernetes and Karmada.
 		return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
-			c.LastTransitionTime.Add(threshold).Before(now)
+			(threshold <= 0 || c.LastTransitionTime.Add(threshold).Before(now))
 	}
 	return false
 }

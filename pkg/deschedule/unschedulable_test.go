@@ -125,10 +125,13 @@ func TestCountUnschedulable(t *testing.T) {
 			want:      0,
 		},
 		{
-			name:      "negative threshold counts as zero",
+			// Karmada compares with a sub-second local clock, where a zero
+			// threshold counts every such pod; the member's whole-second
+			// time must not hold back the ones of its current second.
+			name:      "negative threshold counts as zero, which counts every unschedulable pod",
 			pods:      pods(newPods(current, 2, pendingUnschedulable, time.Second), newPods(current, 1, pendingUnschedulable, 0)),
 			threshold: -time.Hour,
-			want:      2,
+			want:      3,
 		},
 		{
 			name:      "terminal pods never count",
@@ -199,6 +202,8 @@ func TestIsUnschedulable(t *testing.T) {
 		{name: "failed pod", phase: corev1.PodFailed, conditions: []corev1.PodCondition{cond(corev1.ConditionFalse, corev1.PodReasonUnschedulable, time.Hour)}},
 		{name: "succeeded pod", phase: corev1.PodSucceeded, conditions: []corev1.PodCondition{cond(corev1.ConditionFalse, corev1.PodReasonUnschedulable, time.Hour)}},
 		{name: "negative threshold is zero", phase: corev1.PodPending, conditions: []corev1.PodCondition{cond(corev1.ConditionFalse, corev1.PodReasonUnschedulable, time.Millisecond)}, threshold: -time.Hour, want: true},
+		{name: "zero threshold counts a pod unschedulable within the member's current second", phase: corev1.PodPending, conditions: []corev1.PodCondition{cond(corev1.ConditionFalse, corev1.PodReasonUnschedulable, 0)}, want: true},
+		{name: "a second's threshold waits past the member's current second", phase: corev1.PodPending, conditions: []corev1.PodCondition{cond(corev1.ConditionFalse, corev1.PodReasonUnschedulable, time.Second)}, threshold: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
