@@ -1,4 +1,4 @@
-package deschedule
+package noestimator
 
 import (
 	"context"
