@@ -99,7 +99,11 @@ func TestPeopleRBAC(t *testing.T) {
 		{"selector", func() []string { return []string{"deployments", "-l", "app=web", "-n", ns} }},
 		{"recorded", func() []string {
 			record++
-			return []string{"deploy/web", "-n", ns, "--name", fmt.Sprintf("people-rbac-%d", record), "--ttl", "0"}
+			// Karmada's own controller runs here and deletes a record as
+			// soon as its TTL has passed; a TTL longer than the run keeps it
+			// from deleting the record under the command, which leaves the
+			// deletion to that controller.
+			return []string{"deploy/web", "-n", ns, "--name", fmt.Sprintf("people-rbac-%d", record), "--ttl", "30", "--wait-ttl=false"}
 		}},
 	}
 	as := func(user string, args []string) commandResult {

@@ -138,6 +138,10 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 				grant(user, minus(clusterRules, i, verb), leaseRules)
 				args := append(as(user), "--unschedulable-threshold=0s", "--dry-run=server")
 				switch label {
+				case "list jobs":
+					// Jobs are out of the default --kinds and this scenario has
+					// no Job binding, so a pass never lists them.
+					t.Skip("jobs are listed only for Job bindings, when --kinds names jobs.batch")
 				case "list deployments":
 					args = append(args, "-l", "app=web")
 				case "create events":
