@@ -259,8 +259,8 @@ func TestDescheduleSeedExampleCustomResource(t *testing.T) {
 		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
 	}
 
-	e.cordonMember("member1")
-	e.deleteAppPods("member1", name)
+	e.cordonAll("member1")
+	e.deletePods("member1", name)
 	want := int(before["member1"])
 	// The Widget controller recreates the pod, which member1 cannot place.
 	e.waitPods("member1", name, podCounts{unschedulable: want, total: want})

@@ -121,22 +121,6 @@ func (e *env) waitPods(member, name string, want podCounts) {
 	})
 }
 
-// waitReadyUnknown waits until the binding of Deployment name has a status
-// from cluster without a ready count: a member Deployment with no ready pod
-// reports no readyReplicas, which the descheduler counts as below spec.
-func (e *env) waitReadyUnknown(name, cluster string) {
-	e.t.Helper()
-	e.eventually(fmt.Sprintf("no ready replicas of %s in %s", name, cluster), func() (bool, string) {
-		rb := e.binding(name)
-		ready, ok := deschedule.ReadyReplicas(rb)[cluster]
-		reported := false
-		for _, s := range rb.Status.AggregatedStatus {
-			reported = reported || (s.ClusterName == cluster && s.Status != nil)
-		}
-		return !ok && reported, fmt.Sprintf("ready=%d known=%t reported=%t", ready, ok, reported)
-	})
-}
-
 // eventually polls check until it holds, failing the test with its last
 // description after waitTimeout.
 func (e *env) eventually(what string, check func() (bool, string)) {

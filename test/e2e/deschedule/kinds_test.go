@@ -12,11 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -135,39 +133,6 @@ func (e *env) bindingReadyUnknown(binding, cluster string) {
 	})
 }
 
-// cordonMember marks every node of member unschedulable, as `kubectl
-// cordon` does, and undoes it when the test ends.
-func (e *env) cordonMember(member string) {
-	e.t.Helper()
-	client := e.member(member)
-	nodes, err := client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
-	require.NoError(e.t, err)
-	require.NotEmpty(e.t, nodes.Items)
-	patch := func(unschedulable bool) []byte {
-		return fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, unschedulable)
-	}
-	for _, n := range nodes.Items {
-		_, err := client.CoreV1().Nodes().Patch(e.ctx, n.Name, types.StrategicMergePatchType, patch(true), metav1.PatchOptions{})
-		require.NoError(e.t, err)
-		e.t.Cleanup(func() {
-			_, _ = client.CoreV1().Nodes().Patch(context.Background(), n.Name, types.StrategicMergePatchType, patch(false), metav1.PatchOptions{})
-		})
-	}
-}
-
-// deleteAppPods deletes the pods labelled app=name in member.
-func (e *env) deleteAppPods(member, name string) {
-	e.t.Helper()
-	client := e.member(member)
-	pods, err := client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-	require.NoError(e.t, err)
-	for _, p := range pods.Items {
-		if err := client.CoreV1().Pods(e.ns).Delete(e.ctx, p.Name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
-			require.NoError(e.t, err)
-		}
-	}
-}
-
 // TestDescheduleSeedExampleStatefulSet is the seed's descheduler example
 // with a StatefulSet in place of the Deployment: cordon every node of
 // member1, delete the pod there, and one pass moves the replica that the
@@ -189,8 +154,8 @@ func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
 		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
 	}
 
-	e.cordonMember("member1")
-	e.deleteAppPods("member1", name)
+	e.cordonAll("member1")
+	e.deletePods("member1", name)
 	want := int(before["member1"])
 	// The StatefulSet controller recreates the pod, which member1 cannot place.
 	e.waitPods("member1", name, podCounts{unschedulable: want, total: want})

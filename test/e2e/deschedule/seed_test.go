@@ -151,7 +151,7 @@ func TestDescheduleSeedExample(t *testing.T) {
 	want := int(before["member1"])
 	e.waitPods("member1", "nginx", podCounts{unschedulable: want, total: want})
 	// Karmada reflects the member's status: no ready replica there.
-	e.waitReadyUnknown("nginx", "member1")
+	e.bindingReadyUnknown("nginx-deployment", "member1")
 	// Past the one-second threshold the command is given.
 	time.Sleep(2 * time.Second)
 
