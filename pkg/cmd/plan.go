@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -41,6 +42,15 @@ var (
 		--overcommit-protection each decision instead deducts its footprint
 		before the next one, as karmada-scheduler does with the
 		SchedulingOvercommitProtection feature gate.
+
+		Where the Karmada release the control plane runs (told from the API it
+		serves) schedules differently from the module's, the prediction
+		follows the release: replicas are divided by the Webster method from
+		v1.16 and by floor shares and remainders before, and resource models
+		are counted the way the release counts them. A workload whose
+		placement the release decides at random, or by a rule the control
+		plane's release cannot be told apart on, is CannotPredict, and the
+		message says why.
 
 		Every workload gets a verdict: WouldMove, Unchanged, CannotFit (the
 		scheduler would fail; with NoClusterFit it would empty the placement),
@@ -226,6 +236,12 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithDeadline(ctx, t.deadline)
 	defer cancel()
+	if o.Options.OvercommitProtection && !t.hasOvercommitGate() {
+		info, err := t.karmadaRelease()
+		fmt.Fprintf(t.ErrOut, "warning: --overcommit-protection ignored: %s, whose karmada-scheduler has no SchedulingOvercommitProtection feature gate (added in v1.18); "+
+			"predicting as it schedules, every decision of the batch reading the same resource summaries\n", releaseName(info, err))
+		o.Options.OvercommitProtection = false
+	}
 	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
 	if err != nil {
 		return err
@@ -235,9 +251,17 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.Options.OvercommitProtection {
-		warnOvercommits(t.ErrOut, predict.Overcommits(clusters, selected))
+		warnOvercommits(t.ErrOut, predict.Overcommits(clusters, selected), t.hasOvercommitGate())
 	}
 	return nil
+}
+
+// hasOvercommitGate reports whether karmada-scheduler's release may have the
+// SchedulingOvercommitProtection feature gate (v1.18 and newer).
+func (o *RebalanceOptions) hasOvercommitGate() bool {
+	info, err := o.karmadaRelease()
+	gate := info.SchedulerRemembersRecentPlacements()
+	return err != nil || !gate.Known || gate.Yes
 }
 
 // predict reads the bindings and clusters of targets and predicts them. It
@@ -268,6 +292,14 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 		}
 		return nil, nil, withExitCode(ExitError, fmt.Errorf("--to-cluster %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
 			sel.ToCluster, o.serverURL(), strings.Join(names, ", ")))
+	}
+	// The release decides where its scheduler differs from the pinned one
+	// (one or two GETs). Unknown, the pinned rules apply, and the user is told.
+	if info, err := o.karmadaRelease(); err == nil {
+		opts.Release = &info
+	} else {
+		fmt.Fprintf(o.ErrOut, "warning: %s; predicting with the rules of the scheduler this plugin is built with (Karmada %s)\n",
+			releaseName(info, err), karmadaversion.NewestTested)
 	}
 	predictions, err := predict.Predict(ctx, in, targets, opts)
 	if err != nil {
@@ -323,8 +355,13 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 
 // warnOvercommits says which clusters a batch would give more replicas than
 // they have room for.
-func warnOvercommits(w io.Writer, over []predict.Overcommit) {
+func warnOvercommits(w io.Writer, over []predict.Overcommit, gate bool) {
 	for _, o := range over {
+		if !gate {
+			fmt.Fprintf(w, "Warning: %s would gain %d replicas but its resource summary has room for %d pods; karmada-scheduler of this release places them all the same (every decision reads the same summary) and the rest stay Pending in the member; rebalance fewer workloads at a time\n",
+				o.Cluster, o.Gain, o.Room)
+			continue
+		}
 		fmt.Fprintf(w, "Warning: %s would gain %d replicas but its resource summary has room for %d pods; karmada-scheduler without the SchedulingOvercommitProtection feature gate places them all the same (every decision reads the same summary) and the rest stay Pending in the member; rebalance fewer workloads at a time, or plan with --overcommit-protection if the scheduler runs with that gate\n",
 			o.Cluster, o.Gain, o.Room)
 	}

@@ -10,7 +10,9 @@
 // readable by every authenticated user) bounds the release. The markers are
 // checked against the CRDs of the releases the Go module proxy serves
 // (v1.12.0, v1.13.0, v1.16.0, v1.18.0, v1.18.2) and Karmada's changelogs for
-// the others.
+// the others. v1.16 and v1.17 added nothing to the ResourceBinding schema, so
+// they cannot be told from v1.15: behaviours that changed in v1.16 are
+// unknown there, and callers say so.
 package karmadaversion
 
 import (
@@ -92,10 +94,52 @@ func (i Info) behaviour(since int) Behaviour {
 // from the group the workload is in.
 func (i Info) RescheduleRestartsAffinityGroups() Behaviour { return i.behaviour(19) }
 
-// SchedulerRemembersRecentPlacements: from v1.18 the scheduler counts the
-// capacity its recent decisions consumed (overcommit protection), so
-// consecutive reschedules do not all see the same free space.
+// between answers for a change that arrived in one of the releases after
+// lastWithout up to firstWith, when the exact one is not known (the Go module
+// proxy does not serve every release to read).
+func (i Info) between(lastWithout, firstWith int) Behaviour {
+	switch {
+	case i.Oldest.Minor >= firstWith:
+		return Behaviour{Yes: true, Known: true}
+	case i.Newest.Minor != 0 && i.Newest.Minor <= lastWithout:
+		return Behaviour{Yes: false, Known: true}
+	}
+	return Behaviour{}
+}
+
+// SchedulerRemembersRecentPlacements: from v1.18 karmada-scheduler can count
+// the capacity its recent decisions consumed (overcommit protection), so that
+// consecutive reschedules do not all see the same free space. It does so only
+// with its SchedulingOvercommitProtection feature gate (alpha in v1.18, off by
+// default); older releases have no such gate.
 func (i Info) SchedulerRemembersRecentPlacements() Behaviour { return i.behaviour(18) }
+
+// DividesByWebster: from v1.16 (karmada#6837, #6793) the scheduler divides
+// replicas among clusters by the Webster (Sainte-Laguë) method, breaking ties
+// by the workload's UID. Older releases give each cluster the floor of its
+// proportional share and the remaining replicas one each to the clusters of
+// largest weight, then of most replicas before, then at random.
+func (i Info) DividesByWebster() Behaviour { return i.behaviour(16) }
+
+// EstimatesOnModelNodes: from v1.18 the scheduler's general estimator, for
+// a cluster that reports resource models, simulates placing the replicas on
+// one node per counted model node, each holding at most 110 pods and
+// matching no node claim. Older releases count, from the smallest grade whose
+// minimum covers the request, the nodes of each grade times the replicas
+// that grade's minimum holds, with no pod limit per node.
+func (i Info) EstimatesOnModelNodes() Behaviour { return i.behaviour(18) }
+
+// KeepsScheduledClustersWithoutAPI: a cluster already in a binding's
+// placement passes the scheduler's API-enablement filter even when it no
+// longer serves the workload's API. v1.12 and v1.13 let it pass only while the
+// cluster's API list is incomplete; v1.16 keeps it always. (v1.14 and v1.15
+// were not read.)
+func (i Info) KeepsScheduledClustersWithoutAPI() Behaviour { return i.between(13, 16) }
+
+// ZoneAffinityMatchesAnyZone: from v1.18 (karmada#6431) a cluster affinity's
+// zone selector with operator In matches a cluster of several zones when any
+// of them is listed; older releases require all of them.
+func (i Info) ZoneAffinityMatchesAnyZone() Behaviour { return i.behaviour(18) }
 
 // ControllerDeletesAfterTTL: Karmada's workloadRebalancer controller deletes
 // a finished WorkloadRebalancer when its ttlSecondsAfterFinished runs out.
@@ -125,6 +169,8 @@ var markers = []marker{
 		func(s Schema) bool { return s.Has("spec.preserveResourcesOnDeletion") }},
 	{Release{13}, "spec.schedulePriority (added in v1.13)",
 		func(s Schema) bool { return s.Has("spec.schedulePriority") }},
+	{Release{15}, "spec.components (added in v1.15)",
+		func(s Schema) bool { return s.Has("spec.components") }},
 	{Release{18}, "spec.placement.clusterAffinities[].overflowAffinities (added in v1.18)",
 		func(s Schema) bool { return s.Has("spec.placement.clusterAffinities[].overflowAffinities") }},
 	{Release{19}, "purgeMode without Immediately/Graciously (removed in v1.19)",

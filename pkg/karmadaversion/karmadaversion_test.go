@@ -53,6 +53,7 @@ const (
 	trigger   = "spec.rescheduleTriggeredAt"
 	preserve  = "spec.preserveResourcesOnDeletion"
 	priority  = "spec.schedulePriority"
+	comps     = "spec.components"
 	overflow  = "spec.placement.clusterAffinities[].overflowAffinities"
 	purgeOld  = "spec.gracefulEvictionTasks[].purgeMode=Immediately|Directly|Graciously|Gracefully|Never"
 	purgeNew  = "spec.gracefulEvictionTasks[].purgeMode=Directly|Gracefully|Never"
@@ -70,11 +71,13 @@ func TestFromSchema(t *testing.T) {
 	}{
 		{"v1.10 or v1.11", schemaWith(trigger, purgeV112), "v1.10 or v1.11", false, false, "has spec.rescheduleTriggeredAt but not spec.preserveResourcesOnDeletion"},
 		{"v1.12", schemaWith(trigger, preserve, purgeV112), "v1.12", true, true, "has spec.preserveResourcesOnDeletion (added in v1.12) but not spec.schedulePriority"},
-		{"v1.13 to v1.17", schemaWith(trigger, preserve, priority, purgeOld), "v1.13 to v1.17", true, true, "not spec.placement.clusterAffinities[].overflowAffinities"},
-		{"v1.18", schemaWith(trigger, preserve, priority, overflow, purgeOld), "v1.18", true, true, "has spec.placement.clusterAffinities[].overflowAffinities (added in v1.18) but not purgeMode"},
-		{"v1.19 or newer", schemaWith(trigger, preserve, priority, overflow, purgeNew), "v1.19 or newer", true, false, "has purgeMode without Immediately/Graciously (removed in v1.19)"},
+		{"v1.13 or v1.14", schemaWith(trigger, preserve, priority, purgeOld), "v1.13 or v1.14", true, true, "has spec.schedulePriority (added in v1.13) but not spec.components"},
+		{"v1.15 to v1.17", schemaWith(trigger, preserve, priority, comps, purgeOld), "v1.15 to v1.17", true, true, "not spec.placement.clusterAffinities[].overflowAffinities"},
+		{"v1.18", schemaWith(trigger, preserve, priority, comps, overflow, purgeOld), "v1.18", true, true, "has spec.placement.clusterAffinities[].overflowAffinities (added in v1.18) but not purgeMode"},
+		{"v1.19 or newer", schemaWith(trigger, preserve, priority, comps, overflow, purgeNew), "v1.19 or newer", true, false, "has purgeMode without Immediately/Graciously (removed in v1.19)"},
 		// A marker stands for its release only if the older ones are there too.
-		{"no enum is not v1.19", schemaWith(trigger, preserve, priority, overflow), "v1.18", true, true, ""},
+		{"no enum is not v1.19", schemaWith(trigger, preserve, priority, comps, overflow), "v1.18", true, true, ""},
+		{"a later marker without the earlier ones", schemaWith(trigger, preserve, priority, overflow), "v1.13 or v1.14", true, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,23 +100,32 @@ func TestFromSchemaWithoutTrigger(t *testing.T) {
 
 func TestBehaviours(t *testing.T) {
 	v := func(oldest, newest int) Info { return Info{Oldest: Release{oldest}, Newest: Release{newest}} }
+	no, yes, unknown := Behaviour{false, true}, Behaviour{true, true}, Behaviour{}
 	tests := []struct {
 		name                          string
 		info                          Info
 		restarts, remembers, ttlFixed Behaviour
+		webster, modelNodes, keepsAPI Behaviour
+		anyZone                       Behaviour
 	}{
-		{"v1.12", v(12, 12), Behaviour{false, true}, Behaviour{false, true}, Behaviour{false, true}},
-		{"v1.13 to v1.17", v(13, 17), Behaviour{false, true}, Behaviour{false, true}, Behaviour{true, true}},
-		{"v1.18", v(18, 18), Behaviour{false, true}, Behaviour{true, true}, Behaviour{true, true}},
-		{"v1.19 or newer", v(19, 0), Behaviour{true, true}, Behaviour{true, true}, Behaviour{true, true}},
-		{"v1.10 or v1.11", v(10, 11), Behaviour{false, true}, Behaviour{false, true}, Behaviour{false, true}},
-		{"unknown span", v(13, 0), Behaviour{}, Behaviour{}, Behaviour{true, true}},
+		{"v1.12", v(12, 12), no, no, no, no, no, no, no},
+		{"v1.13 or v1.14", v(13, 14), no, no, yes, no, no, unknown, no},
+		{"v1.15 to v1.17", v(15, 17), no, no, yes, unknown, no, unknown, no},
+		{"v1.16", v(16, 16), no, no, yes, yes, no, yes, no},
+		{"v1.18", v(18, 18), no, yes, yes, yes, yes, yes, yes},
+		{"v1.19 or newer", v(19, 0), yes, yes, yes, yes, yes, yes, yes},
+		{"v1.10 or v1.11", v(10, 11), no, no, no, no, no, no, no},
+		{"unknown span", v(13, 0), unknown, unknown, yes, unknown, unknown, unknown, unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.restarts, tt.info.RescheduleRestartsAffinityGroups(), "affinity groups")
 			assert.Equal(t, tt.remembers, tt.info.SchedulerRemembersRecentPlacements(), "overcommit protection")
 			assert.Equal(t, tt.ttlFixed, tt.info.ControllerDeletesAfterTTL(), "ttl deletion")
+			assert.Equal(t, tt.webster, tt.info.DividesByWebster(), "webster")
+			assert.Equal(t, tt.modelNodes, tt.info.EstimatesOnModelNodes(), "model nodes")
+			assert.Equal(t, tt.keepsAPI, tt.info.KeepsScheduledClustersWithoutAPI(), "api enablement")
+			assert.Equal(t, tt.anyZone, tt.info.ZoneAffinityMatchesAnyZone(), "zones")
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/karmada-io/karmada/pkg/util"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -51,6 +52,10 @@ type Options struct {
 	// (10 s by default), so a batch sees the same free space; Overcommits
 	// tells where that exceeds a cluster's room.
 	OvercommitProtection bool
+	// Release is the Karmada release of the control plane, which decides
+	// where its scheduler differs from the pinned one (release.go); nil
+	// predicts with the pinned scheduler's rules (v1.18).
+	Release *karmadaversion.Info
 	// Eventual makes each decision of a batch allocate what a cluster gains
 	// and free what it loses before the next one, as the members report once
 	// the pods moved: the view of a scheduler much slower than the status
@@ -145,7 +150,12 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 	}
 
 	fresh := freshTrigger(spec, status)
-	result, cleared, err := sched.schedule(ctx, fresh, status)
+	if opts.Release != nil {
+		if d := filterDifferences(opts.Release, fresh, status, clusters); d != nil {
+			return p.verdict(CannotPredict, d.reason, d.message)
+		}
+	}
+	result, cleared, err := sched.schedule(ctx, opts.Release, fresh, status)
 	if err != nil {
 		return p.failed(err, cleared)
 	}
@@ -163,7 +173,7 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 		// scheduler, so both outcomes are shown when they differ.
 		second := fresh.DeepCopy()
 		second.Clusters = result
-		if again, _, err := sched.schedule(ctx, second, status); err == nil && !SamePlacement(again, result) {
+		if again, _, err := sched.schedule(ctx, opts.Release, second, status); err == nil && !SamePlacement(again, result) {
 			p.Alternative = again
 		}
 	}
@@ -198,7 +208,10 @@ func (p Prediction) verdict(v Verdict, reason, message string) Prediction {
 // empties the placement; for other errors it keeps it.
 func (p Prediction) failed(err error, cleared bool) Prediction {
 	var unschedulable *framework.UnschedulableError
+	var release *releaseError
 	switch {
+	case errors.As(err, &release):
+		return p.verdict(CannotPredict, release.reason, release.message)
 	case cleared:
 		p.Predicted = nil
 		p.Moves = 0

@@ -15,11 +15,14 @@ import (
 	"github.com/karmada-io/karmada/pkg/scheduler/core"
 	"github.com/karmada-io/karmada/pkg/scheduler/framework"
 	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins"
+	frameworkruntime "github.com/karmada-io/karmada/pkg/scheduler/framework/runtime"
 	"github.com/karmada-io/karmada/pkg/util/names"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 )
 
 // overcommitGate turns on, in this process only, the feature gate under
@@ -45,6 +48,9 @@ func enableOvercommitProtection() error {
 // cache (assume).
 type karmadaScheduler struct {
 	algorithm core.ScheduleAlgorithm
+	// framework runs the same plugins outside the algorithm, to see the
+	// candidates a release divides differently (release.go).
+	framework framework.Framework
 	cache     schedcache.Cache
 	// clusters are the scheduler's own copies, which consume() changes.
 	clusters map[string]*clusterv1alpha1.Cluster
@@ -71,7 +77,11 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 	if err != nil {
 		return nil, err
 	}
-	return &karmadaScheduler{algorithm: algorithm, cache: c, clusters: own}, nil
+	fwk, err := frameworkruntime.NewFramework(plugins.NewInTreeRegistry())
+	if err != nil {
+		return nil, err
+	}
+	return &karmadaScheduler{algorithm: algorithm, framework: fwk, cache: c, clusters: own}, nil
 }
 
 // freshTrigger returns a copy of spec with a reschedule trigger one second
@@ -91,15 +101,17 @@ func freshTrigger(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.R
 // group the binding was last scheduled with (Karmada v1.18 does not go back to
 // the first group) and moves on while a group does not fit. cleared reports
 // that the scheduler would write an empty placement: it does so when no
-// cluster fits, and keeps the old one for any other error.
-func (s *karmadaScheduler) schedule(ctx context.Context, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (result []workv1alpha2.TargetCluster, cleared bool, err error) {
+// cluster fits, and keeps the old one for any other error. With a release
+// (nil: the pinned one), the placement is the one that release writes
+// (release.go); a *releaseError says why it cannot be told.
+func (s *karmadaScheduler) schedule(ctx context.Context, release *karmadaversion.Info, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (result []workv1alpha2.TargetCluster, cleared bool, err error) {
 	option := &core.ScheduleAlgorithmOption{}
 	if spec.Placement.ClusterAffinities == nil {
 		r, err := s.algorithm.Schedule(ctx, spec, status, option)
 		if err != nil {
 			return nil, isFitError(err), err
 		}
-		return r.SuggestedClusters, false, nil
+		return s.release(ctx, release, spec, status, r.SuggestedClusters)
 	}
 
 	groups := spec.Placement.ClusterAffinities
@@ -109,13 +121,22 @@ func (s *karmadaScheduler) schedule(ctx context.Context, spec *workv1alpha2.Reso
 		observed.SchedulerObservedAffinityName = groups[i].AffinityName
 		r, err := s.algorithm.Schedule(ctx, spec, observed, option)
 		if err == nil {
-			return r.SuggestedClusters, false, nil
+			return s.release(ctx, release, spec, observed, r.SuggestedClusters)
 		}
 		if firstErr == nil {
 			firstErr = err
 		}
 	}
 	return nil, isFitError(firstErr), firstErr
+}
+
+// release turns the pinned scheduler's placement into the release's.
+func (s *karmadaScheduler) release(ctx context.Context, release *karmadaversion.Info, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus, pinned []workv1alpha2.TargetCluster) ([]workv1alpha2.TargetCluster, bool, error) {
+	if release == nil {
+		return pinned, false, nil
+	}
+	out, err := s.forRelease(ctx, release, spec, status, pinned)
+	return out, false, err
 }
 
 // affinityIndex finds the group named observed, or the first group.
