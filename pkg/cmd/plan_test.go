@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 )
 
 func TestPlanUsageErrors(t *testing.T) {
@@ -41,4 +44,17 @@ func TestPlanHelpNamesTheFlags(t *testing.T) {
 	for _, flag := range []string{"--to-cluster", "--changed-only", "--scheduler-estimator", "report-json", "-A, --all-namespaces", "-l, --selector", "-f, --filename"} {
 		assert.Contains(t, out, flag)
 	}
+}
+
+// The overcommit warning suggests --overcommit-protection only where the
+// scheduler's release has that feature gate.
+func TestWarnOvercommits(t *testing.T) {
+	over := []predict.Overcommit{{Cluster: "member1", Gain: 230, Room: 200}}
+	var withGate, without bytes.Buffer
+	warnOvercommits(&withGate, over, true)
+	warnOvercommits(&without, over, false)
+	assert.Contains(t, withGate.String(), "Warning: member1 would gain 230 replicas but its resource summary has room for 200 pods;")
+	assert.Contains(t, withGate.String(), "or plan with --overcommit-protection if the scheduler runs with that gate\n")
+	assert.Equal(t, "Warning: member1 would gain 230 replicas but its resource summary has room for 200 pods; karmada-scheduler of this release places them all the same "+
+		"(every decision reads the same summary) and the rest stay Pending in the member; rebalance fewer workloads at a time\n", without.String())
 }
