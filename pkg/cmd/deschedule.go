@@ -131,6 +131,44 @@ var deprecatedDescheduleFlags = map[string]string{
 	"log-format":             "logging-format",
 }
 
+// ignoredEstimatorFlagsReason says why karmada-descheduler's flags for its
+// scheduler-estimator connections have no effect here.
+const ignoredEstimatorFlagsReason = "this command counts unschedulable pods by reading the members through --estimator (the cluster proxy or member kubeconfigs), not through karmada-scheduler-estimator"
+
+// karmadaEstimatorFlags holds the values of karmada-descheduler's
+// --scheduler-estimator-* flags. They are accepted, with their types and
+// defaults, so that its arguments run here unchanged, and then ignored.
+type karmadaEstimatorFlags struct {
+	timeout          time.Duration
+	port             int
+	certFile         string
+	keyFile          string
+	caFile           string
+	insecure         bool
+	serviceNamespace string
+	servicePrefix    string
+}
+
+func (f *karmadaEstimatorFlags) add(flags *pflag.FlagSet) {
+	usage := func(what string) string {
+		return "Ignored: karmada-descheduler's flag for " + what + "; here member pods are read through --estimator, not karmada-scheduler-estimator."
+	}
+	flags.DurationVar(&f.timeout, "scheduler-estimator-timeout", 3*time.Second, usage("the timeout of a call to a scheduler-estimator"))
+	flags.IntVar(&f.port, "scheduler-estimator-port", 10352, usage("the scheduler-estimators' port"))
+	flags.StringVar(&f.certFile, "scheduler-estimator-cert-file", "", usage("the client certificate for the scheduler-estimators"))
+	flags.StringVar(&f.keyFile, "scheduler-estimator-key-file", "", usage("the client key for the scheduler-estimators"))
+	flags.StringVar(&f.caFile, "scheduler-estimator-ca-file", "", usage("the CA of the scheduler-estimators"))
+	flags.BoolVar(&f.insecure, "insecure-skip-estimator-verify", false, usage("skipping the verification of the scheduler-estimators' certificates"))
+	flags.StringVar(&f.serviceNamespace, "scheduler-estimator-service-namespace", "karmada-system", usage("the namespace of the scheduler-estimators' Services"))
+	flags.StringVar(&f.servicePrefix, "scheduler-estimator-service-prefix", "karmada-scheduler-estimator", usage("the prefix of the scheduler-estimators' Service names"))
+}
+
+// ignoredDescheduleFlags are the names karmadaEstimatorFlags registers.
+var ignoredDescheduleFlags = []string{
+	"insecure-skip-estimator-verify", "scheduler-estimator-ca-file", "scheduler-estimator-cert-file", "scheduler-estimator-key-file",
+	"scheduler-estimator-port", "scheduler-estimator-service-namespace", "scheduler-estimator-service-prefix", "scheduler-estimator-timeout",
+}
+
 // Estimators: where member pod counts come from.
 const (
 	estimatorProxy      = "proxy"
@@ -192,6 +230,14 @@ type DescheduleOptions struct {
 	HealthProbeBindAddress string
 	LogFormat              string
 	Force                  bool
+	// Master overrides the Karmada apiserver's address of the kubeconfig,
+	// as --server does (karmada-descheduler's name).
+	Master string
+	// EnablePprof serves Go's profiles on ProfilingBindAddress in a daemon.
+	EnablePprof          bool
+	ProfilingBindAddress string
+
+	estimatorFlags karmadaEstimatorFlags
 
 	// Set by Complete.
 	Namespace      string
@@ -227,6 +273,7 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		RenewDeadline:          deschedule.DefaultRenewDeadline,
 		RetryPeriod:            deschedule.DefaultRetryPeriod,
 		LogFormat:              "text",
+		ProfilingBindAddress:   ":6060",
 		Timeout:                defaultDescheduleTimeout,
 		guard:                  &requestGuard{},
 		IOStreams:              streams,
@@ -290,6 +337,10 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.DurationVar(&o.Interval, "descheduling-interval", o.Interval, "The same as --interval, under karmada-descheduler's name (2m there; here 0, a single pass, unless set).")
 	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "The same as --qps, under karmada-descheduler's name.")
 	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "The same as --burst, under karmada-descheduler's name.")
+	flags.StringVar(&o.Master, "master", o.Master, "The address of the Karmada apiserver, overriding the kubeconfig's: the same as --server, under karmada-descheduler's name.")
+	flags.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "With --interval, serve Go's profiles on --profiling-bind-address at /debug/pprof/, as karmada-descheduler does.")
+	flags.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "With --enable-pprof, the address that serves /debug/pprof/.")
+	o.estimatorFlags.add(flags)
 
 	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "With --interval, pass only while holding the Lease in the Karmada apiserver, so that several replicas run with one active; on by default, as in karmada-descheduler.")
 	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
@@ -351,7 +402,20 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 		*o.ConfigFlags.Context = f.Value.String()
 	}
 
+	if m := cmd.Flags().Lookup("master"); m != nil && m.Changed {
+		master := m.Value.String()
+		if s := cmd.Flags().Lookup("server"); s != nil && s.Changed && s.Value.String() != master {
+			return fmt.Errorf("--master %q and --server %q disagree; give only one of them", master, s.Value.String())
+		}
+		*o.ConfigFlags.APIServer = master
+	}
+
 	o.leaderElectSet = cmd.Flags().Changed("leader-elect")
+	for _, name := range ignoredDescheduleFlags {
+		if cmd.Flags().Changed(name) {
+			fmt.Fprintf(o.ErrOut, "Flag --%s is ignored: %s\n", name, ignoredEstimatorFlagsReason)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(deprecatedDescheduleFlags)) {
 		if cmd.Flags().Changed(name) {
 			fmt.Fprintf(o.ErrOut, "Flag --%s has been deprecated, use --%s\n", name, deprecatedDescheduleFlags[name])
@@ -476,6 +540,10 @@ func (o *DescheduleOptions) Validate() error {
 		return errors.New("--metrics-bind-address needs --interval: a single pass serves no metrics")
 	case o.HealthProbeBindAddress != "" && !daemon:
 		return errors.New("--health-probe-bind-address needs --interval: a single pass serves no probes")
+	case o.EnablePprof && !daemon:
+		return errors.New("--enable-pprof needs --interval: a single pass serves no profiles")
+	case o.EnablePprof && o.ProfilingBindAddress == "":
+		return errors.New("--enable-pprof needs --profiling-bind-address")
 	case o.Force && !daemon:
 		return errors.New("--force needs --interval: only the daemon checks for a running karmada-descheduler")
 	case o.Estimator != estimatorProxy && o.Estimator != estimatorKubeconfig:
@@ -771,6 +839,9 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		if serveErr == nil && o.HealthProbeBindAddress != "" {
 			serveErr = serve(o.HealthProbeBindAddress, "health-probe-bind-address", "probes", health.ProbeHandler())
 		}
+	}
+	if serveErr == nil && o.EnablePprof {
+		serveErr = serve(o.ProfilingBindAddress, "profiling-bind-address", "profiles", deschedule.ProfilingHandler())
 	}
 	if serveErr != nil {
 		return withExitCode(ExitError, serveErr)

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	descheduleroptions "github.com/karmada-io/karmada/cmd/descheduler/app/options"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -77,7 +79,10 @@ func TestDescheduleRejectsBadInput(t *testing.T) {
 		{name: "karmada's qps name", args: []string{"--kube-api-qps=0"}, want: "--qps and --burst must be greater than zero"},
 		{name: "excluded namespace selected", args: []string{"--exclude-namespace=kube-system,shop"}, want: "namespace shop is both selected (-n or the kubeconfig) and excluded (--exclude-namespace); use -A"},
 		{name: "selector", args: []string{"-l", "a in (b"}, want: `invalid workload label selector "a in (b"`},
-		{name: "unknown flag", args: []string{"--scheduler-estimator-port=10352"}, want: "unknown flag: --scheduler-estimator-port"},
+		{name: "unknown flag", args: []string{"--scheduler-estimator=x"}, want: "unknown flag: --scheduler-estimator"},
+		{name: "ignored flag of the wrong type", args: []string{"--scheduler-estimator-port=web"}, want: `invalid argument "web" for "--scheduler-estimator-port"`},
+		{name: "pprof without interval", args: []string{"--enable-pprof"}, want: "--enable-pprof needs --interval: a single pass serves no profiles"},
+		{name: "master and server disagree", args: []string{"--server=https://a:1", "--master=https://b:2"}, want: `--master "https://b:2" and --server "https://a:1" disagree`},
 		{name: "contexts disagree", args: []string{"--context=a", "--karmada-context=b"}, want: `--karmada-context "b" and --context "a" disagree`},
 	}
 	for _, tt := range tests {
@@ -127,6 +132,8 @@ func TestDescheduleInheritsKubeconfigFlags(t *testing.T) {
 		{name: "before the subcommand", args: []string{"--kubeconfig", kubeconfig, "-n", "blog", "deschedule"}, wantNamespace: "blog", wantHost: "https://127.0.0.1:1"},
 		{name: "karmada context", args: []string{"deschedule", "--kubeconfig", kubeconfig, "--karmada-context", "member1"}, wantNamespace: "default", wantHost: "https://127.0.0.1:2"},
 		{name: "all namespaces", args: []string{"deschedule", "--kubeconfig", kubeconfig, "-A"}, wantNamespace: "", wantHost: "https://127.0.0.1:1"},
+		{name: "karmada's master", args: []string{"deschedule", "--kubeconfig", kubeconfig, "--master", "https://karmada-apiserver.karmada-system.svc:5443"}, wantNamespace: "shop", wantHost: "https://karmada-apiserver.karmada-system.svc:5443"},
+		{name: "master and server agree", args: []string{"--server", "https://127.0.0.1:3", "deschedule", "--kubeconfig", kubeconfig, "--master", "https://127.0.0.1:3"}, wantNamespace: "shop", wantHost: "https://127.0.0.1:3"},
 		{
 			name: "impersonation", args: []string{"deschedule", "--kubeconfig", kubeconfig, "--as", "system:serviceaccount:karmada-system:d", "--as-group", "a", "--as-group", "b"},
 			wantNamespace: "shop", wantHost: "https://127.0.0.1:1", wantGroups: []string{"a", "b"},
@@ -215,4 +222,68 @@ func TestDescheduleKarmadaFlags(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "Flag --leader-elect-namespace has been deprecated, use --leader-elect-resource-namespace\n")
 	assert.Contains(t, stderr, "Flag --log-format has been deprecated, use --logging-format\n")
+}
+
+// TestDescheduleAcceptsEveryKarmadaFlag checks that every flag of
+// karmada-descheduler (its options at the pinned Karmada version, and its
+// log flags) is a flag of ours of the same type, so that its arguments run
+// here unchanged.
+func TestDescheduleAcceptsEveryKarmadaFlag(t *testing.T) {
+	theirs := pflag.NewFlagSet("karmada-descheduler", pflag.ContinueOnError)
+	descheduleroptions.NewOptions().AddFlags(theirs)
+	streams, _, _, _ := genericiooptions.NewTestIOStreams()
+	root := NewCmdRebalance(streams)
+	d, _, err := root.Find([]string{"deschedule"})
+	require.NoError(t, err)
+	ours := d.Flags()
+	ours.AddFlagSet(root.PersistentFlags())
+	theirs.VisitAll(func(f *pflag.Flag) {
+		got := ours.Lookup(f.Name)
+		if assert.NotNil(t, got, "karmada-descheduler's --%s", f.Name) {
+			assert.Equal(t, f.Value.Type(), got.Value.Type(), "type of --%s", f.Name)
+			assert.False(t, got.Hidden, "--%s is in the help", f.Name)
+		}
+	})
+	for _, name := range []string{"v", "logging-format"} {
+		assert.NotNil(t, ours.Lookup(name), "karmada-descheduler's log flag --%s", name)
+	}
+}
+
+// TestDescheduleIgnoredKarmadaFlags runs the arguments of Karmada's own
+// karmada-descheduler manifest (artifacts/deploy/karmada-descheduler.yaml):
+// all are accepted, and the scheduler-estimator ones are reported ignored,
+// in the help and on stderr, never silently.
+func TestDescheduleIgnoredKarmadaFlags(t *testing.T) {
+	kubeconfig := descheduleKubeconfig(t)
+	args := []string{"deschedule", "--kubeconfig=" + kubeconfig,
+		"--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:10358",
+		"--scheduler-estimator-ca-file=/etc/karmada/pki/scheduler-estimator-client/ca.crt",
+		"--scheduler-estimator-cert-file=/etc/karmada/pki/scheduler-estimator-client/tls.crt",
+		"--scheduler-estimator-key-file=/etc/karmada/pki/scheduler-estimator-client/tls.key",
+		"--logging-format=json", "--v=4",
+		"--scheduler-estimator-port=10352", "--scheduler-estimator-timeout=3s", "--insecure-skip-estimator-verify",
+		"--scheduler-estimator-service-namespace=karmada-system", "--scheduler-estimator-service-prefix=karmada-scheduler-estimator",
+		// Stops the command after the flags are read, before it starts.
+		"--descheduling-interval=-1s"}
+	code, stdout, stderr := runDeschedule(t, args...)
+	assert.Equal(t, ExitError, code)
+	assert.Empty(t, stdout)
+	assert.NotContains(t, stderr, "unknown flag")
+	assert.Contains(t, stderr, "error: --interval must be positive")
+	for _, name := range ignoredDescheduleFlags {
+		assert.Contains(t, stderr, "Flag --"+name+" is ignored: this command counts unschedulable pods by reading the members through --estimator", name)
+	}
+
+	_, help, _ := runDeschedule(t, "deschedule", "--help")
+	for _, name := range ignoredDescheduleFlags {
+		line := ""
+		for l := range strings.SplitSeq(help, "\n") {
+			if strings.Contains(l, "--"+name+" ") {
+				line = l
+			}
+		}
+		assert.Contains(t, line, "Ignored: karmada-descheduler's flag for", name)
+	}
+	assert.Contains(t, help, "--master string")
+	assert.Contains(t, help, "--enable-pprof")
 }

@@ -3,6 +3,7 @@ package deschedule
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -199,6 +200,29 @@ func TestSeparateHandlers(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, status(probes.URL, "/metrics"))
 	assert.Equal(t, http.StatusOK, status(metrics.URL, "/metrics"))
 	assert.Equal(t, http.StatusNotFound, status(metrics.URL, "/healthz"))
+}
+
+// TestProfilingHandler checks what --enable-pprof serves: Go's profiles, and
+// nothing of the metrics or probes.
+func TestProfilingHandler(t *testing.T) {
+	server := httptest.NewServer(ProfilingHandler())
+	defer server.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(server.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get("/debug/pprof/")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "goroutine")
+	code, body = get("/debug/pprof/goroutine?debug=1")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "goroutine profile")
+	code, _ = get("/metrics")
+	assert.Equal(t, http.StatusNotFound, code)
 }
 
 func TestServeReportsBusyPort(t *testing.T) {
