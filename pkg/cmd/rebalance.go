@@ -464,21 +464,28 @@ func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved,
 		SelectAllParam(o.All).
 		ResourceTypeOrNameArgs(false, o.Args...).
 		RequireObject(false).
+		RequestChunksOf(resolveChunk).
 		Flatten().
 		Do()
-	infos, err := result.Infos()
+	// Each listed object is looked at once and dropped: a fleet's templates
+	// are read a page at a time, never all held at once.
+	resolver := rebalance.Resolver{Mapper: mapper}
+	resolved := &rebalance.Resolved{}
+	err := result.Visit(func(info *resource.Info, err error) error {
+		if err != nil {
+			return err
+		}
+		return resolver.Add(resolved, info)
+	})
 	if err != nil {
 		return nil, err
 	}
-	resolver := rebalance.Resolver{Mapper: mapper}
-	resolved := &rebalance.Resolved{}
-	for _, info := range infos {
-		if err := resolver.Add(resolved, info); err != nil {
-			return nil, err
-		}
-	}
 	return resolved, nil
 }
+
+// resolveChunk is the page size of the LIST that resolves -l, --all and
+// TYPE arguments, as kubectl get's default --chunk-size.
+const resolveChunk = 500
 
 // printNothingFound says, like kubectl get, that the selection was empty.
 func (o *RebalanceOptions) printNothingFound() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -56,31 +57,80 @@ type Source struct {
 }
 
 // Read reads what predicting targets needs. With allNamespaces the bindings
-// are listed across all namespaces in one go.
+// are listed across all namespaces in one go. The lists do not depend on one
+// another, so they are sent side by side (at most readConcurrency at a time):
+// a plan costs about its longest list, not their sum. When several fail, the
+// error reported is the first in the order clusters, bindings by namespace,
+// cluster-scoped bindings, estimators.
 func (s Source) Read(ctx context.Context, targets []rebalance.Target, allNamespaces bool) (Input, error) {
 	in := Input{Bindings: map[string]*workv1alpha2.ResourceBinding{}}
-	clusters, err := s.clusters(ctx)
-	if err != nil {
-		return in, err
-	}
-	in.Clusters = clusters
-
 	namespaces, clusterScoped := scopes(targets)
 	if allNamespaces && len(namespaces) > 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	for _, ns := range namespaces {
-		if err := s.bindings(ctx, ns, in.Bindings); err != nil {
-			return in, err
-		}
+
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		slots    = make(chan struct{}, readConcurrency)
+		services []string
+		errs     = make([]error, len(namespaces)+3)
+	)
+	// collect is where a list puts what it read.
+	collect := func(b *workv1alpha2.ResourceBinding) {
+		mu.Lock()
+		in.Bindings[Key(b.Namespace, b.Name)] = b
+		mu.Unlock()
+	}
+	run := func(slot int, read func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				errs[slot] = ctx.Err()
+				return
+			}
+			defer func() { <-slots }()
+			errs[slot] = read()
+		}()
+	}
+	run(0, func() (err error) {
+		in.Clusters, err = s.clusters(ctx)
+		return err
+	})
+	for i, ns := range namespaces {
+		run(1+i, func() error { return s.bindings(ctx, ns, collect) })
 	}
 	if clusterScoped {
-		if err := s.clusterBindings(ctx, in.Bindings); err != nil {
-			return in, err
+		run(len(namespaces)+1, func() error { return s.clusterBindings(ctx, collect) })
+	}
+	if s.Estimator != EstimatorDisabled && s.Estimator != EstimatorEnabled && s.Kube != nil {
+		run(len(namespaces)+2, func() (err error) {
+			services, err = s.estimatorServices(ctx)
+			return err
+		})
+	}
+	wg.Wait()
+	if err := firstError(errs); err != nil {
+		return in, err
+	}
+	in.Estimated = s.estimated(in.Clusters, services)
+	return in, nil
+}
+
+// readConcurrency bounds the lists Read sends at a time.
+const readConcurrency = 4
+
+// firstError returns the first non-nil error.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
-	in.Estimated, err = s.estimated(ctx, clusters)
-	return in, err
+	return nil
 }
 
 // scopes returns the distinct namespaces of the targets, sorted, and whether
@@ -119,7 +169,7 @@ func (s Source) clusters(ctx context.Context) ([]*clusterv1alpha1.Cluster, error
 	}
 }
 
-func (s Source) bindings(ctx context.Context, namespace string, into map[string]*workv1alpha2.ResourceBinding) error {
+func (s Source) bindings(ctx context.Context, namespace string, collect func(*workv1alpha2.ResourceBinding)) error {
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
 		list, err := s.Karmada.WorkV1alpha2().ResourceBindings(namespace).List(ctx, opts)
@@ -127,8 +177,7 @@ func (s Source) bindings(ctx context.Context, namespace string, into map[string]
 			return &rebalance.RequestError{Verb: "list", Resource: "resourcebindings.work.karmada.io", Namespace: namespace, Err: err}
 		}
 		for i := range list.Items {
-			b := &list.Items[i]
-			into[Key(b.Namespace, b.Name)] = b
+			collect(slim(&list.Items[i]))
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			return nil
@@ -136,7 +185,7 @@ func (s Source) bindings(ctx context.Context, namespace string, into map[string]
 	}
 }
 
-func (s Source) clusterBindings(ctx context.Context, into map[string]*workv1alpha2.ResourceBinding) error {
+func (s Source) clusterBindings(ctx context.Context, collect func(*workv1alpha2.ResourceBinding)) error {
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
 		list, err := s.Karmada.WorkV1alpha2().ClusterResourceBindings().List(ctx, opts)
@@ -145,7 +194,7 @@ func (s Source) clusterBindings(ctx context.Context, into map[string]*workv1alph
 		}
 		for i := range list.Items {
 			crb := &list.Items[i]
-			into[Key("", crb.Name)] = &workv1alpha2.ResourceBinding{ObjectMeta: crb.ObjectMeta, Spec: crb.Spec, Status: crb.Status}
+			collect(slim(&workv1alpha2.ResourceBinding{ObjectMeta: crb.ObjectMeta, Spec: crb.Spec, Status: crb.Status}))
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			return nil
@@ -153,24 +202,31 @@ func (s Source) clusterBindings(ctx context.Context, into map[string]*workv1alph
 	}
 }
 
-// estimated names the clusters whose estimator karmada-scheduler may consult.
-// In auto mode a Service the client may not list counts as absent: the
-// estimators of most installations live in the host cluster, out of sight.
-func (s Source) estimated(ctx context.Context, clusters []*clusterv1alpha1.Cluster) ([]string, error) {
-	switch s.Estimator {
-	case EstimatorDisabled:
-		return nil, nil
-	case EstimatorEnabled:
-		out := make([]string, 0, len(clusters))
-		for _, c := range clusters {
-			out = append(out, c.Name)
-		}
-		slices.Sort(out)
-		return out, nil
+// slim keeps of a listed binding what a prediction reads, so that a fleet's
+// bindings are held without their managed fields, annotations (the applied
+// placement among them) and the members' aggregated status, and without the
+// rest of the page they came in.
+func slim(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
+	return &workv1alpha2.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion, Generation: b.Generation,
+			Labels: b.Labels, OwnerReferences: b.OwnerReferences, DeletionTimestamp: b.DeletionTimestamp,
+		},
+		Spec: b.Spec,
+		Status: workv1alpha2.ResourceBindingStatus{
+			SchedulerObservedGeneration:   b.Status.SchedulerObservedGeneration,
+			SchedulerObservedAffinityName: b.Status.SchedulerObservedAffinityName,
+			LastScheduledTime:             b.Status.LastScheduledTime,
+			Conditions:                    b.Status.Conditions,
+		},
 	}
-	if s.Kube == nil {
-		return nil, nil
-	}
+}
+
+// estimatorServices lists the Services in karmada-system and returns the
+// cluster names of those that look like a karmada-scheduler-estimator's. A
+// Service the client may not list counts as absent: the estimators of most
+// installations live in the host cluster, out of sight.
+func (s Source) estimatorServices(ctx context.Context) ([]string, error) {
 	list, err := s.Kube.CoreV1().Services(EstimatorNamespace).List(ctx, metav1.ListOptions{})
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
@@ -178,16 +234,34 @@ func (s Source) estimated(ctx context.Context, clusters []*clusterv1alpha1.Clust
 	case err != nil:
 		return nil, fmt.Errorf("list services in %s (looking for karmada-scheduler-estimator; use --scheduler-estimator=enabled or disabled to skip): %w", EstimatorNamespace, err)
 	}
-	known := map[string]bool{}
-	for _, c := range clusters {
-		known[c.Name] = true
-	}
 	var out []string
 	for _, svc := range list.Items {
-		if name, ok := strings.CutPrefix(svc.Name, EstimatorServicePrefix); ok && known[name] {
+		if name, ok := strings.CutPrefix(svc.Name, EstimatorServicePrefix); ok {
 			out = append(out, name)
 		}
 	}
-	slices.Sort(out)
 	return out, nil
+}
+
+// estimated names the clusters whose estimator karmada-scheduler may
+// consult: every cluster when the estimator is enabled, none when it is
+// disabled, else those with an estimator Service.
+func (s Source) estimated(clusters []*clusterv1alpha1.Cluster, services []string) []string {
+	var out []string
+	switch s.Estimator {
+	case EstimatorDisabled:
+		return nil
+	case EstimatorEnabled:
+		for _, c := range clusters {
+			out = append(out, c.Name)
+		}
+	default:
+		for _, c := range clusters {
+			if slices.Contains(services, c.Name) {
+				out = append(out, c.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
@@ -67,4 +68,49 @@ func verbs(actions []clienttesting.Action) map[string]int {
 		out[a.GetVerb()+" "+a.GetResource().Resource]++
 	}
 	return out
+}
+
+// A listed binding is kept with what a prediction reads and without the
+// bulk it does not: managed fields, annotations, the members' aggregated
+// status.
+func TestSlimKeepsWhatPredictionReads(t *testing.T) {
+	now := metav1.Now()
+	full := &workv1alpha2.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "a", Name: "x-deployment", UID: "u1", ResourceVersion: "7", Generation: 3,
+			Labels:            map[string]string{"propagationpolicy.karmada.io/permanent-id": "p"},
+			Annotations:       map[string]string{"policy.karmada.io/applied-placement": "{}"},
+			OwnerReferences:   []metav1.OwnerReference{{Kind: "Deployment", Name: "x", UID: "d1"}},
+			DeletionTimestamp: &now,
+			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "karmada-scheduler"}},
+		},
+		Spec: workv1alpha2.ResourceBindingSpec{Replicas: 3, Clusters: []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 3}}},
+		Status: workv1alpha2.ResourceBindingStatus{
+			SchedulerObservedGeneration: 3, SchedulerObservedAffinityName: "primary", LastScheduledTime: &now,
+			Conditions:       []metav1.Condition{{Type: "Scheduled", Status: metav1.ConditionTrue}},
+			AggregatedStatus: []workv1alpha2.AggregatedStatusItem{{ClusterName: "member1"}},
+		},
+	}
+	got := slim(full)
+	want := full.DeepCopy()
+	want.Annotations, want.ManagedFields, want.Status.AggregatedStatus = nil, nil, nil
+	assert.Equal(t, want, got)
+}
+
+// The lists go out side by side; when several fail, the error is the first
+// in a fixed order (clusters before bindings), whatever finished first.
+func TestSourceReadErrorOrder(t *testing.T) {
+	karmada := karmadafake.NewSimpleClientset()
+	karmada.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("refused " + a.GetResource().Resource)
+	})
+	targets := []rebalance.Target{
+		{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "x"}},
+		{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "b", Name: "y"}},
+	}
+	for range 20 {
+		_, err := Source{Karmada: karmada, Estimator: EstimatorDisabled}.Read(context.Background(), targets, false)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "refused clusters")
+	}
 }

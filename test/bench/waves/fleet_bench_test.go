@@ -1,7 +1,8 @@
 // Package wavesbench measures kubectl rebalance on a fleet-sized batch on a
-// real Karmada control plane: a plain run and a waved run (--max-in-flight
-// 200) over the same workloads, with wall time, API requests by verb and the
-// process's peak RSS. Run it with
+// real Karmada control plane: plan, a plain run and a waved run
+// (--max-in-flight 200) over the same workloads, with wall time, API requests
+// by verb and the process's peak RSS, next to the bare lists of what they
+// read. Run it with
 //
 //	go test ./test/bench/waves -run '^$' -bench Fleet -benchtime 1x -timeout 120m
 //
@@ -75,20 +76,65 @@ func BenchmarkFleet(b *testing.B) {
 	binary := build(b)
 
 	var report []string
-	run := func(name string, args ...string) {
+	line := func(name string, took time.Duration, rss int64, counts map[string]int) {
+		mem := "      -     "
+		if rss > 0 {
+			mem = fmt.Sprintf("%6.1f MiB", float64(rss)/1024)
+		}
+		report = append(report, fmt.Sprintf("%-58s %10s   peak RSS %s   %s", name, took.Round(100*time.Millisecond), mem, harness.FormatCounts(counts)))
+	}
+	run := func(name string, args ...string) time.Duration {
 		waitSettled(b, ctx, c)
 		took, counts, rss, stderr := runBinary(b, cp, binary, args...)
-		report = append(report, fmt.Sprintf("%-58s %10s   peak RSS %6.1f MiB   %s", name, took.Round(100*time.Millisecond), float64(rss)/1024, harness.FormatCounts(counts)))
+		line(name, took, rss, counts)
 		fmt.Fprintf(os.Stderr, "%s: %s\n", name, lastLine(stderr))
+		return took
 	}
+	var ratios []string
 	for range b.N {
-		run("all at once (--timeout 60m)", "--timeout", "60m")
-		run("waves of 200 (--max-in-flight 200, defaults)", "--max-in-flight", "200", "--quiet")
+		bareTook, bareCounts := bareLists(b, ctx, cp)
+		line("bare: LIST deployments + bindings + clusters (pages of 500)", bareTook, 0, bareCounts)
+		planTook := run("plan deployments -A -l (-o report-json)", "plan", "deployments", "-A", "-l", "bench=fleet", "-o", "report-json")
+		plain := run("all at once (--timeout 60m)", "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--timeout", "60m")
+		waved := run("waves of 200 (--max-in-flight 200, defaults)", "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--max-in-flight", "200", "--quiet")
+		ratios = append(ratios, fmt.Sprintf("plan / bare lists: %.2fx; waves of 200 / all at once: %.2fx", planTook.Seconds()/bareTook.Seconds(), waved.Seconds()/plain.Seconds()))
 	}
-	fmt.Fprintf(os.Stdout, "\nrebalance of %d one-replica Deployments over %d namespaces, 3 members:\n", workloads, namespaces)
-	for _, l := range report {
+	fmt.Fprintf(os.Stdout, "\n%d one-replica Deployments over %d namespaces, 3 members:\n", workloads, namespaces)
+	for _, l := range append(report, ratios...) {
 		fmt.Fprintln(os.Stdout, l)
 	}
+}
+
+// bareLists is the floor of what plan and the waved run read: the
+// Deployments, the bindings and the clusters, in pages of 500, in process,
+// nothing kept.
+func bareLists(b *testing.B, ctx context.Context, cp *harness.ControlPlane) (time.Duration, map[string]int) {
+	b.Helper()
+	counter := harness.NewRequestCounter()
+	cfg := counter.Wrap(cp.Karmada)
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err := fixtures.NewClients(cfg)
+	require.NoError(b, err)
+	start := time.Now()
+	opts := metav1.ListOptions{Limit: 500, LabelSelector: "bench=fleet"}
+	for {
+		list, err := c.Kube.AppsV1().Deployments("").List(ctx, opts)
+		require.NoError(b, err)
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	opts = metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.Karmada.WorkV1alpha2().ResourceBindings("").List(ctx, opts)
+		require.NoError(b, err)
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	_, err = c.Karmada.ClusterV1alpha1().Clusters().List(ctx, metav1.ListOptions{Limit: 500})
+	require.NoError(b, err)
+	return time.Since(start), counter.Counts()
 }
 
 // setup creates the namespaces, one PropagationPolicy each (static weights
@@ -96,7 +142,7 @@ func BenchmarkFleet(b *testing.B) {
 // did, so no pod moves and the runs measure the rebalance), the
 // Deployments, and waits until every binding is scheduled and its replica
 // ready.
-func setup(b *testing.B, ctx context.Context, c *fixtures.Clients, workloads, namespaces int) {
+func setup(b testing.TB, ctx context.Context, c *fixtures.Clients, workloads, namespaces int) {
 	b.Helper()
 	start := time.Now()
 	per := workloads / namespaces
@@ -170,7 +216,7 @@ func scheduledAndReady(rb *workv1alpha2.ResourceBinding) bool {
 
 // waitSettled waits until every binding is scheduled at its latest spec and
 // ready, then starts a new second (triggers compare at one-second precision).
-func waitSettled(b *testing.B, ctx context.Context, c *fixtures.Clients) {
+func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
 	b.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ready, total, err := countReady(ctx, c)
@@ -181,28 +227,29 @@ func waitSettled(b *testing.B, ctx context.Context, c *fixtures.Clients) {
 }
 
 // build compiles the plugin so that it runs as its own process, with its
-// own peak RSS.
+// own peak RSS. It is built as releases and make build build it, without
+// cgo: a cgo build maps about 30 MiB more of its own binary.
 func build(b *testing.B) string {
 	b.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	main := filepath.Join(filepath.Dir(file), "..", "..", "..", "cmd", "kubectl-rebalance")
 	binary := filepath.Join(b.TempDir(), "kubectl-rebalance")
-	out, err := exec.Command("go", "build", "-o", binary, main).CombinedOutput()
+	build := exec.Command("go", "build", "-o", binary, main)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	require.NoError(b, err, "go build: %s", out)
 	return binary
 }
 
-// runBinary runs `kubectl rebalance deployments -A -l bench=fleet -o name
-// ARGS` through a counting proxy and returns its wall time, requests, peak
-// RSS in KiB and stderr.
+// runBinary runs `kubectl rebalance ARGS` through a counting proxy and
+// returns its wall time, requests, peak RSS in KiB and stderr.
 func runBinary(b *testing.B, cp *harness.ControlPlane, binary string, args ...string) (time.Duration, map[string]int, int64, string) {
 	b.Helper()
 	proxy, err := cp.StartCountingProxy()
 	require.NoError(b, err)
 	defer proxy.Close()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(binary, append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", b.TempDir(),
-		"deployments", "-A", "-l", "bench=fleet", "-o", "name"}, args...)...)
+	cmd := exec.Command(binary, append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", b.TempDir()}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err = cmd.Run()
