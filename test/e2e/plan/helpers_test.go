@@ -267,3 +267,65 @@ func (c comparison) requireExact(t *testing.T) {
 	require.Equal(t, c.total-c.ambiguous, c.singleExact, "workloads with one outcome: %v", c.mismatches)
 	require.Equal(t, c.total, c.matched(), c.mismatches)
 }
+
+// watchRoom logs the free pods of every member, as its Cluster's resource
+// summary reports them, each time it changes until stop is called: what the
+// plan and, after it, the scheduler read.
+func watchRoom(ctx context.Context, t *testing.T, c *fixtures.Clients) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		last := ""
+		for ctx.Err() == nil {
+			if now := room(ctx, c); now != last && now != "" {
+				t.Logf("%6s free pods: %s", time.Since(start).Round(10*time.Millisecond), now)
+				last = now
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// room reads each member's free pods from its resource summary.
+func room(ctx context.Context, c *fixtures.Clients) string {
+	list, err := c.Karmada.ClusterV1alpha1().Clusters().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, cl := range list.Items {
+		s := cl.Status.ResourceSummary
+		if s == nil {
+			continue
+		}
+		free := s.Allocatable.Pods().Value() - s.Allocated.Pods().Value() - s.Allocating.Pods().Value()
+		parts = append(parts, fmt.Sprintf("%s=%d", cl.Name, free))
+	}
+	return strings.Join(parts, " ")
+}
+
+// schedulerPasses logs karmada-scheduler's results for every planned
+// binding, from its events: one line per distinct result, so a binding
+// scheduled twice in a row shows both passes.
+func schedulerPasses(ctx context.Context, t *testing.T, c *fixtures.Clients, plan *rbprinters.Report) {
+	t.Helper()
+	for _, w := range plan.Workloads {
+		events, err := c.Kube.CoreV1().Events(w.Workload.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=ResourceBinding,involvedObject.name=" + w.Binding})
+		if err != nil {
+			t.Logf("events of %s: %v", w.Binding, err)
+			continue
+		}
+		var lines []string
+		for _, e := range events.Items {
+			if e.Source.Component == "karmada-scheduler" || strings.HasPrefix(e.Reason, "Schedule") {
+				lines = append(lines, fmt.Sprintf("%s x%d (%s..%s): %s", e.Reason, e.Count, e.FirstTimestamp.Format("15:04:05"), e.LastTimestamp.Format("15:04:05"), e.Message))
+			}
+		}
+		t.Logf("scheduler on %s (predicted %s): %s", w.Binding, text(w.Placements.Predicted), strings.Join(lines, " | "))
+	}
+}

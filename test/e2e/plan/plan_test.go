@@ -45,13 +45,19 @@ func failover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string,
 func planAndRun(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixtures.Clients, targets ...string) (comparison, map[string]string) {
 	t.Helper()
 	settle(ctx, t, cp, c)
+	stop := watchRoom(ctx, t, c)
 	plan := report(t, cp, cmd.ExitOK, append([]string{"plan"}, targets...)...)
 	real := report(t, cp, cmd.ExitOK, targets...)
+	stop()
 	verdicts := map[string]string{}
 	for _, w := range plan.Workloads {
 		verdicts[w.Workload.Name] = w.Verdict
 	}
-	return compare(t, plan, real), verdicts
+	cmp := compare(t, plan, real)
+	if len(cmp.mismatches) > 0 {
+		schedulerPasses(ctx, t, c, plan)
+	}
+	return cmp, verdicts
 }
 
 // TestPlanSingleWorkloads plans, then really rebalances, one workload per
