@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 var (
@@ -396,7 +397,13 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 
 	progress := newProgressLine(o.ErrOut)
-	notes := newAffinityNotes(rebalance.NewBindingAPI(client))
+	api := rebalance.NewBindingAPI(client)
+	if !o.waved() {
+		// A large batch all at once reads its bindings with a list per
+		// namespace; waves have their own (see waves.Engine.Lister).
+		api = waves.ListedReads(api, waves.NewBindingLister(client), resolved.Targets, 0)
+	}
+	notes := newAffinityNotes(api)
 	runner := &rebalance.Runner{
 		API:      notes,
 		Clock:    clock,

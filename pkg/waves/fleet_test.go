@@ -193,3 +193,45 @@ func TestFleetReadsPerNamespace(t *testing.T) {
 	defer api.mu.Unlock()
 	assert.Equal(t, map[string]int{"LIST": namespaces, "WATCH": namespaces, "PATCH": namespaces * perNamespace}, api.requests)
 }
+
+// A run all at once of a large batch reads its bindings with one list per
+// namespace and keeps every check: the requests are those lists and the
+// triggers; a binding read again after a refused write goes to the server.
+func TestListedReadsPerNamespace(t *testing.T) {
+	const namespaces, perNamespace = 4, 10
+	api := newFakeFleet(namespaces, perNamespace)
+	var targets []rebalance.Target
+	for n := range namespaces {
+		for i := range perNamespace {
+			targets = append(targets, rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment",
+				Namespace: fmt.Sprintf("ns-%d", n), Name: fmt.Sprintf("app-%d", i)}})
+		}
+	}
+	// A workload without a binding is looked up on the server.
+	targets = append(targets, rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns-0", Name: "gone"}})
+	at := metav1.NewTime(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC))
+	runner := &rebalance.Runner{API: ListedReads(api, api, targets, 0), Clock: rebalance.NewServerClock(), Options: rebalance.Options{TriggerAt: &at}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	result, err := runner.Run(ctx, targets)
+	require.NoError(t, err)
+	assert.Equal(t, namespaces*perNamespace, result.Written)
+	assert.Equal(t, 1, result.Failed, "the workload without a binding")
+	api.mu.Lock()
+	assert.Equal(t, map[string]int{"LIST": namespaces, "GET": 1, "PATCH": namespaces * perNamespace}, api.requests)
+	api.mu.Unlock()
+
+	// A second read of a binding is not served from the list.
+	r := ListedReads(api, api, targets, 0)
+	first, err := r.Get(ctx, "ns-1", "app-1-deployment")
+	require.NoError(t, err)
+	second, err := r.Get(ctx, "ns-1", "app-1-deployment")
+	require.NoError(t, err)
+	assert.Equal(t, first.Name, second.Name)
+	api.mu.Lock()
+	assert.Equal(t, 2, api.requests["GET"])
+	api.mu.Unlock()
+
+	// Small batches keep a get per binding.
+	assert.Same(t, api, ListedReads(api, api, targets[:8], 0))
+}
