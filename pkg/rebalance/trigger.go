@@ -31,7 +31,8 @@ type Binding struct {
 	Generation int64
 	// Deleting is true once the binding has a deletion timestamp.
 	Deleting bool
-	// Labels and OwnerReferences come from the binding's metadata.
+	// Labels holds the binding's policy labels (the only ones a rebalance
+	// reads); OwnerReferences comes from its metadata.
 	Labels          map[string]string
 	OwnerReferences []metav1.OwnerReference
 	// Spec and Status are the binding's.
@@ -47,16 +48,16 @@ func (b *Binding) key() bindingKey { return bindingKey{b.Namespace, b.Name} }
 func fromResourceBinding(rb *workv1alpha2.ResourceBinding) *Binding {
 	return &Binding{
 		Namespace: rb.Namespace, Name: rb.Name, UID: rb.UID, ResourceVersion: rb.ResourceVersion, Generation: rb.Generation,
-		Deleting: rb.DeletionTimestamp != nil, Labels: rb.Labels, OwnerReferences: rb.OwnerReferences,
-		Spec: rb.Spec, Status: rb.Status,
+		Deleting: rb.DeletionTimestamp != nil, Labels: policyLabels(rb.Labels), OwnerReferences: rb.OwnerReferences,
+		Spec: withSharedPlacement(rb.Spec), Status: rb.Status,
 	}
 }
 
 func fromClusterResourceBinding(crb *workv1alpha2.ClusterResourceBinding) *Binding {
 	return &Binding{
 		Name: crb.Name, UID: crb.UID, ResourceVersion: crb.ResourceVersion, Generation: crb.Generation,
-		Deleting: crb.DeletionTimestamp != nil, Labels: crb.Labels, OwnerReferences: crb.OwnerReferences,
-		Spec: crb.Spec, Status: crb.Status,
+		Deleting: crb.DeletionTimestamp != nil, Labels: policyLabels(crb.Labels), OwnerReferences: crb.OwnerReferences,
+		Spec: withSharedPlacement(crb.Spec), Status: crb.Status,
 	}
 }
 

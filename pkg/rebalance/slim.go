@@ -1,0 +1,64 @@
+package rebalance
+
+import (
+	"encoding/json"
+	"sync"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+)
+
+// A run over a fleet holds one Binding per workload until it ends. These
+// keep each one small: of the labels only those a rebalance reads, and one
+// copy of each distinct placement (the bindings of a policy all carry the
+// same), which no code changes after reading.
+
+// policyLabels keeps the labels hasSchedulingLabel reads, nil when none.
+func policyLabels(labels map[string]string) map[string]string {
+	var out map[string]string
+	for _, k := range []string{policyv1alpha1.PropagationPolicyPermanentIDLabel, policyv1alpha1.ClusterPropagationPolicyPermanentIDLabel, workv1alpha2.BindingManagedByLabel} {
+		if v, ok := labels[k]; ok {
+			if out == nil {
+				out = make(map[string]string, 1)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// maxSharedPlacements bounds the placements remembered for sharing; past it
+// the memory starts again empty.
+const maxSharedPlacements = 1024
+
+var placements = struct {
+	sync.Mutex
+	byJSON map[string]*policyv1alpha1.Placement
+}{byJSON: map[string]*policyv1alpha1.Placement{}}
+
+// sharedPlacement returns the one copy kept of a placement equal to p.
+func sharedPlacement(p *policyv1alpha1.Placement) *policyv1alpha1.Placement {
+	if p == nil {
+		return nil
+	}
+	key, err := json.Marshal(p)
+	if err != nil {
+		return p
+	}
+	placements.Lock()
+	defer placements.Unlock()
+	if shared, ok := placements.byJSON[string(key)]; ok {
+		return shared
+	}
+	if len(placements.byJSON) >= maxSharedPlacements {
+		placements.byJSON = map[string]*policyv1alpha1.Placement{}
+	}
+	placements.byJSON[string(key)] = p
+	return p
+}
+
+// withSharedPlacement returns spec with its placement shared.
+func withSharedPlacement(spec workv1alpha2.ResourceBindingSpec) workv1alpha2.ResourceBindingSpec {
+	spec.Placement = sharedPlacement(spec.Placement)
+	return spec
+}
