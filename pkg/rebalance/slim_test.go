@@ -20,7 +20,7 @@ func TestBindingKeepsWhatARunReads(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, Labels: map[string]string{
 				policyv1alpha1.PropagationPolicyPermanentIDLabel: "p1",
 				workv1alpha2.ResourceBindingPermanentIDLabel:     "r1",
-				"team":                                           "web",
+				"team": "web",
 			}},
 			Spec: workv1alpha2.ResourceBindingSpec{Placement: p},
 		}
