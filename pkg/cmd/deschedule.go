@@ -48,7 +48,7 @@ var (
 		scheduler, as karmada-descheduler does, without its scheduler-estimators.
 
 		A pass lists the ResourceBindings of the workload kinds of --kinds
-		(Deployments and StatefulSets by default; Jobs and any custom resource
+		(Deployments, StatefulSets and Jobs by default; any custom resource
 		Karmada divides when named) whose applied placement divides replicas
 		dynamically (Divided with Aggregated, or with dynamic weights), leaving
 		out templates annotated deschedule.kubectl-rebalance.io/skip=true. For
@@ -110,7 +110,7 @@ var (
 		# Only workloads labelled app=web, counting pods unschedulable for 10 minutes
 		kubectl rebalance deschedule -n shop -l app=web --unschedulable-threshold 10m
 
-		# Jobs and a custom resource too; "*" takes every kind Karmada divides
+		# A custom resource too; "*" takes every kind Karmada divides
 		kubectl rebalance deschedule -A --kinds deployments.apps,statefulsets.apps,jobs.batch,flinkdeployments.flink.apache.org
 
 		# Read member pods through kubeconfig contexts named like the clusters

@@ -91,8 +91,8 @@ const AllKinds = "*"
 
 // DefaultKinds are the kinds a pass considers unless told otherwise, in
 // kubectl's resource.group form: the kinds proven end to end on a real
-// control plane. Jobs and custom kinds are counted when named.
-var DefaultKinds = []string{"deployments.apps", "statefulsets.apps"}
+// control plane. Custom kinds are counted when named.
+var DefaultKinds = []string{"deployments.apps", "statefulsets.apps", "jobs.batch"}
 
 // ParseKinds turns kubectl-like resource names (deployments.apps, deploy,
 // statefulsets, sts, jobs.batch, flinkdeployments.flink.apache.org,

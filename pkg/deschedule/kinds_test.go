@@ -42,7 +42,7 @@ func TestParseKinds(t *testing.T) {
 
 	got, err = ParseKinds(DefaultKinds, nil)
 	require.NoError(t, err, "the default needs no discovery")
-	assert.Equal(t, []schema.GroupKind{deploymentKind, statefulSetKind}, got)
+	assert.Equal(t, []schema.GroupKind{deploymentKind, statefulSetKind, jobKind}, got)
 
 	_, err = ParseKinds([]string{"widgets.example.com"}, mapper)
 	assert.ErrorContains(t, err, `unknown kind "widgets.example.com"`)

@@ -197,10 +197,15 @@ func SucceedMessage(rows []ClusterRow) string {
 // ResourceInterpreterCustomization is expected to reflect for a custom kind.
 const readyReplicasField = "readyReplicas"
 
-// jobReadyField is a Job's count of ready pods. Karmada v1.18 does not
-// reflect it (only active, succeeded and failed), so a Job's ready count is
-// unknown unless a customization reflects it. active is never used: it
-// counts pending pods too, and would hide the very pods that cannot run.
+// jobReadyField is a Job's count of ready pods. Karmada v1.18's Job
+// interpreter does not reflect it (only active, succeeded, failed, the
+// conditions and the start and completion times), so a Job's ready count is
+// unknown unless a customization's ReflectStatus adds it. active is never
+// used: it counts pending pods too, and would hide the very pods that cannot
+// run. An unknown count costs a Job nothing: all its pods are counted (Jobs
+// have no revisions) and an unschedulable pod is never ready, so its ready
+// pods are at most its parallelism less its unschedulable ones, and the
+// ready floor could not raise the result.
 const jobReadyField = "ready"
 
 // ReadyField is the aggregatedStatus field that holds the ready count of a

@@ -6,6 +6,10 @@
 // registered as Push clusters, optionally each with its
 // karmada-scheduler-estimator. Tests, benchmarks and `make sandbox` share it.
 //
+// kwok runs the members' pods: a pod scheduled to a node becomes Running
+// and Ready, and runs until it is deleted, as a server does; only pods
+// annotated CompletesAnnotation=true end (Succeeded) once they run.
+//
 // The binaries come from hack/build-controlplane.sh.
 package harness
 

@@ -103,9 +103,13 @@ func (cp *ControlPlane) startMember(ctx context.Context, m *Member) error {
 	if err != nil {
 		return err
 	}
+	stages, err := writeKwokStages(cp.opts.AssetsDir, dir)
+	if err != nil {
+		return err
+	}
 	kwok, err := cp.startProcess(m.Name+".kwok", cp.bin("kwok"),
 		"--kubeconfig="+m.kubeconfig,
-		"--config="+filepath.Join(cp.opts.AssetsDir, "kwok-stages.yaml"),
+		"--config="+stages,
 		"--manage-all-nodes=true",
 		"--node-lease-duration-seconds=40",
 		"--server-address="+addr(kwokPort),
