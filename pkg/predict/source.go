@@ -204,15 +204,18 @@ func (s Source) clusterBindings(ctx context.Context, collect func(*workv1alpha2.
 
 // slim keeps of a listed binding what a prediction reads, so that a fleet's
 // bindings are held without their managed fields, annotations (the applied
-// placement among them) and the members' aggregated status, and without the
-// rest of the page they came in.
+// placement among them), labels other than the policy's and the members'
+// aggregated status, with one copy of each distinct placement, and without
+// the rest of the page they came in.
 func slim(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
+	spec := b.Spec
+	spec.Placement = rebalance.SharedPlacement(spec.Placement)
 	return &workv1alpha2.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion, Generation: b.Generation,
-			Labels: b.Labels, OwnerReferences: b.OwnerReferences, DeletionTimestamp: b.DeletionTimestamp,
+			Labels: rebalance.PolicyLabels(b.Labels), OwnerReferences: b.OwnerReferences, DeletionTimestamp: b.DeletionTimestamp,
 		},
-		Spec: b.Spec,
+		Spec: spec,
 		Status: workv1alpha2.ResourceBindingStatus{
 			SchedulerObservedGeneration:   b.Status.SchedulerObservedGeneration,
 			SchedulerObservedAffinityName: b.Status.SchedulerObservedAffinityName,

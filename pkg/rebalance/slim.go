@@ -13,8 +13,10 @@ import (
 // copy of each distinct placement (the bindings of a policy all carry the
 // same), which no code changes after reading.
 
-// policyLabels keeps the labels hasSchedulingLabel reads, nil when none.
-func policyLabels(labels map[string]string) map[string]string {
+// PolicyLabels keeps the labels a rebalance or a prediction reads (the
+// policy labels that tell a scheduled workload from a dependency), nil when
+// none.
+func PolicyLabels(labels map[string]string) map[string]string {
 	var out map[string]string
 	for _, k := range []string{policyv1alpha1.PropagationPolicyPermanentIDLabel, policyv1alpha1.ClusterPropagationPolicyPermanentIDLabel, workv1alpha2.BindingManagedByLabel} {
 		if v, ok := labels[k]; ok {
@@ -36,8 +38,9 @@ var placements = struct {
 	byJSON map[string]*policyv1alpha1.Placement
 }{byJSON: map[string]*policyv1alpha1.Placement{}}
 
-// sharedPlacement returns the one copy kept of a placement equal to p.
-func sharedPlacement(p *policyv1alpha1.Placement) *policyv1alpha1.Placement {
+// SharedPlacement returns the one copy kept of a placement equal to p. The
+// copy is shared: callers must not change it.
+func SharedPlacement(p *policyv1alpha1.Placement) *policyv1alpha1.Placement {
 	if p == nil {
 		return nil
 	}
@@ -59,6 +62,6 @@ func sharedPlacement(p *policyv1alpha1.Placement) *policyv1alpha1.Placement {
 
 // withSharedPlacement returns spec with its placement shared.
 func withSharedPlacement(spec workv1alpha2.ResourceBindingSpec) workv1alpha2.ResourceBindingSpec {
-	spec.Placement = sharedPlacement(spec.Placement)
+	spec.Placement = SharedPlacement(spec.Placement)
 	return spec
 }

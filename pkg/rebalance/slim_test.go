@@ -40,6 +40,6 @@ func TestBindingKeepsWhatARunReads(t *testing.T) {
 	})
 	assert.Equal(t, map[string]string{policyv1alpha1.ClusterPropagationPolicyPermanentIDLabel: "c1"}, crb.Labels)
 	assert.Same(t, one.Spec.Placement, crb.Spec.Placement)
-	assert.Nil(t, policyLabels(map[string]string{"team": "web"}))
-	assert.Nil(t, sharedPlacement(nil))
+	assert.Nil(t, PolicyLabels(map[string]string{"team": "web"}))
+	assert.Nil(t, SharedPlacement(nil))
 }

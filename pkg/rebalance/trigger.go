@@ -48,7 +48,7 @@ func (b *Binding) key() bindingKey { return bindingKey{b.Namespace, b.Name} }
 func fromResourceBinding(rb *workv1alpha2.ResourceBinding) *Binding {
 	return &Binding{
 		Namespace: rb.Namespace, Name: rb.Name, UID: rb.UID, ResourceVersion: rb.ResourceVersion, Generation: rb.Generation,
-		Deleting: rb.DeletionTimestamp != nil, Labels: policyLabels(rb.Labels), OwnerReferences: rb.OwnerReferences,
+		Deleting: rb.DeletionTimestamp != nil, Labels: PolicyLabels(rb.Labels), OwnerReferences: rb.OwnerReferences,
 		Spec: withSharedPlacement(rb.Spec), Status: rb.Status,
 	}
 }
@@ -56,7 +56,7 @@ func fromResourceBinding(rb *workv1alpha2.ResourceBinding) *Binding {
 func fromClusterResourceBinding(crb *workv1alpha2.ClusterResourceBinding) *Binding {
 	return &Binding{
 		Name: crb.Name, UID: crb.UID, ResourceVersion: crb.ResourceVersion, Generation: crb.Generation,
-		Deleting: crb.DeletionTimestamp != nil, Labels: policyLabels(crb.Labels), OwnerReferences: crb.OwnerReferences,
+		Deleting: crb.DeletionTimestamp != nil, Labels: PolicyLabels(crb.Labels), OwnerReferences: crb.OwnerReferences,
 		Spec: withSharedPlacement(crb.Spec), Status: crb.Status,
 	}
 }
