@@ -126,6 +126,12 @@ spec:
 
 	after, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, "app-deployment", metav1.GetOptions{})
 	require.NoError(t, err)
+	if before.Generation != after.Generation {
+		for _, f := range after.ManagedFields {
+			t.Logf("binding field manager %s %s at %s: %s", f.Manager, f.Operation, f.Time, f.FieldsV1)
+		}
+		t.Logf("spec before: %+v\nspec after: %+v", before.Spec, after.Spec)
+	}
 	assert.Equal(t, before.Generation, after.Generation, "no error case wrote to the binding")
 	assert.Nil(t, after.Spec.RescheduleTriggeredAt)
 }
