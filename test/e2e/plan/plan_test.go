@@ -254,7 +254,8 @@ func TestPlanMixedBatch(t *testing.T) {
 	failover(ctx, t, c, ns, names...)
 	cmp, verdicts := planAndRun(ctx, t, cp, c, "deployments", "--all", "-n", ns)
 	rate := float64(cmp.exact) / float64(cmp.total)
-	t.Logf("mixed batch: %d workloads, exact match %.1f %%, one of the two predicted outcomes %d/%d", cmp.total, 100*rate, cmp.matched(), cmp.total)
+	t.Logf("mixed batch: %d workloads predicted (%d declined by the release), exact match %.1f %%, one of the two predicted outcomes %d/%d",
+		cmp.total, len(cmp.declined), 100*rate, cmp.matched(), cmp.total)
 	// Dynamic divisions over members with nearly equal room are decided by
 	// a few pods: a member status update that lands while the scheduler
 	// works through the batch (every 5 s here, 10 s by default) shifts the
