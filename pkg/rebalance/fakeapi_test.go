@@ -38,6 +38,15 @@ type fakeAPI struct {
 	scheduler func(b *Binding, server time.Time) bool
 	// patchErrors are returned, in order, by the next patches of a binding.
 	patchErrors map[bindingKey][]error
+	// lostAnswers are returned, in order, by the next patches of a binding
+	// that the server applied: the write lands, the client hears the error.
+	lostAnswers map[bindingKey][]error
+	// getErrors are returned, in order, by the reads of a binding that
+	// follow its first.
+	getErrors map[bindingKey][]error
+	gets      map[bindingKey]int
+	// persisted counts, per binding, the trigger writes the server applied.
+	persisted map[bindingKey]int
 	// beforePatch runs inside each patch before it is applied, to simulate
 	// a concurrent writer.
 	beforePatch func(f *fakeAPI, k bindingKey)
@@ -55,7 +64,9 @@ type fakeEvent struct {
 }
 
 func newFakeAPI(clock *ServerClock, server time.Time) *fakeAPI {
-	return &fakeAPI{bindings: map[bindingKey]*Binding{}, calls: map[string]int{}, clock: clock, server: server, patchErrors: map[bindingKey][]error{}}
+	return &fakeAPI{bindings: map[bindingKey]*Binding{}, calls: map[string]int{}, clock: clock, server: server,
+		patchErrors: map[bindingKey][]error{}, lostAnswers: map[bindingKey][]error{}, persisted: map[bindingKey]int{},
+		getErrors: map[bindingKey][]error{}, gets: map[bindingKey]int{}}
 }
 
 // add stores a binding as Karmada would have created it.
@@ -87,7 +98,13 @@ func (f *fakeAPI) Get(_ context.Context, namespace, name string) (*Binding, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.request("get")
-	b, ok := f.bindings[bindingKey{namespace, name}]
+	k := bindingKey{namespace, name}
+	f.gets[k]++
+	if errs := f.getErrors[k]; f.gets[k] > 1 && len(errs) > 0 {
+		f.getErrors[k] = errs[1:]
+		return nil, errs[0]
+	}
+	b, ok := f.bindings[k]
 	if !ok {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}, name)
 	}
@@ -126,12 +143,17 @@ func (f *fakeAPI) PatchTrigger(_ context.Context, w TriggerWrite) (*Binding, err
 		return &updated, nil
 	}
 	f.changeLocked(&updated, watch.Modified)
+	f.persisted[k]++
 	result := updated
 	if f.scheduler != nil {
 		scheduled := updated
 		if f.scheduler(&scheduled, f.server) {
 			f.changeLocked(&scheduled, watch.Modified)
 		}
+	}
+	if errs := f.lostAnswers[k]; len(errs) > 0 {
+		f.lostAnswers[k] = errs[1:]
+		return nil, errs[0]
 	}
 	return &result, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -167,6 +168,11 @@ type entry struct {
 	// byVersion guards writes with the resource version rather than a test
 	// of the trigger (see TriggerWrite).
 	byVersion bool
+	// unsure holds the trigger times of writes whose answer was lost: the
+	// server may have applied them. reread asks the next attempt to look at
+	// the binding before writing again.
+	unsure []metav1.Time
+	reread bool
 	// await is set once the trigger is in place and worth waiting for.
 	await bool
 	// done is set once the waiting is over for this entry.
@@ -392,7 +398,27 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 		return nil
 	}
 	w := e.target.Workload
-	return r.retry(ctx, e, "timed out before the trigger could be written", func() (bool, error) {
+	var lostErr error
+	err := r.retry(ctx, e, "timed out before the trigger could be written", func() (bool, error) {
+		if e.reread {
+			// The last write's answer was lost: it may have landed. Look
+			// before writing again, or the retry could move a trigger the
+			// scheduler has already answered.
+			fresh, err := r.API.Get(ctx, w.Namespace, e.row.Binding)
+			if err != nil {
+				return r.readFailed(ctx, e, "get", err)
+			}
+			e.reread = false
+			before := e.row.Before
+			r.adopt(e, fresh)
+			if e.binding == nil {
+				return true, nil
+			}
+			e.row.Before = before
+			if r.landed(e) {
+				return true, nil
+			}
+		}
 		b := e.binding
 		when, check := r.laterIfNeeded(ctx, b, at)
 		if ctx.Err() != nil {
@@ -479,9 +505,55 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 			e.row.Message = fmt.Sprintf("the API server rejected the trigger on %s: %v", BindingRef(w), err)
 			return true, nil
 		}
+		if r.DryRun == DryRunNone && mayHaveLanded(err) {
+			e.unsure = append(e.unsure, when)
+			e.reread, lostErr = true, err
+		}
 		e.row.Message = fmt.Sprintf("triggering %s failed, retrying: %v", BindingRef(w), err)
 		return false, nil
 	})
+	if e.row.Result == "" && e.reread && lostErr != nil {
+		// Left pending right after a write whose answer never came: the
+		// trigger may be in place, and the next run will find it.
+		e.row.Message = fmt.Sprintf("timed out after a trigger write on %s whose answer was lost (it may have landed): %v", BindingRef(w), lostErr)
+	}
+	return err
+}
+
+// landed settles e when its binding holds a trigger this run sent in a write
+// whose answer was lost: that write landed, and it is the run's one trigger,
+// whatever the scheduler has made of it since. A scheduler that answered it
+// has already set lastScheduledTime at or after the trigger, which must not
+// be mistaken for a schedule that came just before the write: moving the
+// trigger past it would write the binding a second time.
+func (r *Runner) landed(e *entry) bool {
+	b := e.binding
+	held := b.Spec.RescheduleTriggeredAt
+	if held == nil || !slices.ContainsFunc(e.unsure, func(t metav1.Time) bool { return sameTrigger(&t, held) }) {
+		return false
+	}
+	e.wrote = true
+	e.row.Result = appsv1alpha1.RebalanceSuccessful
+	e.at, e.written = *held, b.Generation
+	e.row.TriggeredAt = &e.at
+	e.row.Message = ""
+	// Scheduled at or after the trigger is the scheduler's answer here: let
+	// the wait classify it, as for a trigger found in place.
+	r.settleObservation(e, PreTriggerCheck(b.Labels, b.Spec, b.Status, e.at), true)
+	return true
+}
+
+// mayHaveLanded reports whether a failed write may still have been applied:
+// anything but an answer that says the server refused it (a failed test or
+// precondition, throttling, not found, forbidden, invalid), such as a reset
+// connection, a timeout or a 5xx.
+func mayHaveLanded(err error) bool {
+	switch {
+	case errors.Is(err, ErrTriggerChanged), apierrors.IsConflict(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsNotFound(err), isFatal(err), isRejected(err):
+		return false
+	}
+	return true
 }
 
 // scheduledInOrAfter reports whether b was last scheduled at or after the

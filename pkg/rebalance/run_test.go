@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -581,4 +583,89 @@ func TestRunRetriesPastTheBackoffCap(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, result.Rows, 1)
 	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, result.Rows[0].Result, result.Rows[0].Message)
+}
+
+// A trigger write whose answer is lost may have landed. The retry must not
+// write a second trigger when it did: not blindly (the write tests the
+// trigger it read), and not by moving the trigger past the schedule that
+// answered the first write.
+func TestRunLostAnswerWritesOneTrigger(t *testing.T) {
+	reset := &url.Error{Op: "Patch", URL: "https://karmada/apis/work.karmada.io/v1alpha2/namespaces/shop/resourcebindings/web-deployment", Err: syscall.ECONNRESET}
+	tests := []struct {
+		name string
+		// lost is the error the client hears after the server applied the
+		// write; notSent the error of a write that never reached it.
+		lost, notSent error
+		// answered: the scheduler answers a trigger as soon as it lands.
+		answered  bool
+		wait      bool
+		triggerAt bool
+		want      Outcome
+		patches   int
+	}{
+		{name: "landed and answered before the retry", lost: reset, answered: true, wait: true, want: OutcomeScheduled, patches: 1},
+		{name: "landed and answered, not waiting", lost: reset, answered: true, patches: 1},
+		{name: "landed, answered, 500 heard", lost: apierrors.NewInternalError(errors.New("etcd leader changed")), answered: true, wait: true, want: OutcomeScheduled, patches: 1},
+		{name: "landed, not answered yet", lost: reset, patches: 1},
+		{name: "landed and answered, recorded run", lost: reset, answered: true, triggerAt: true, wait: true, want: OutcomeScheduled, patches: 1},
+		{name: "never reached the server", notSent: reset, answered: true, wait: true, want: OutcomeScheduled, patches: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Wait: tt.wait}
+			if tt.triggerAt {
+				opts.TriggerAt = ptr.To(metav1.NewTime(serverNow))
+			}
+			f := newRunnerFixture(opts)
+			b := scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...)
+			f.api.add(b)
+			if tt.answered {
+				f.api.scheduler = reschedulingTo(backInMember...)
+			}
+			if tt.lost != nil {
+				f.api.lostAnswers[b.key()] = []error{tt.lost}
+			}
+			if tt.notSent != nil {
+				f.api.patchErrors[b.key()] = []error{tt.notSent}
+			}
+
+			result, err := f.run(t, time.Minute, targetsOf(webDeploy)...)
+			require.NoError(t, err)
+			row := result.Rows[0]
+			assert.Equal(t, 1, f.api.persisted[b.key()], "exactly one trigger written")
+			assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result, row.Message)
+			require.NotNil(t, row.TriggeredAt)
+			assert.True(t, serverNow.Equal(row.TriggeredAt.Time), "triggered at %s", row.TriggeredAt)
+			assert.True(t, serverNow.Equal(f.api.binding("shop", "web-deployment").Spec.RescheduleTriggeredAt.Time))
+			assert.Equal(t, 1, result.Written, "the landed write is the run's own")
+			assert.Empty(t, row.Message)
+			assert.Equal(t, tt.want, row.Observation.Outcome, row.Observation.Message)
+			assert.Equal(t, member2Only, row.Before)
+			if tt.want == OutcomeScheduled {
+				assert.Equal(t, backInMember, row.After)
+			}
+			assert.Equal(t, tt.patches, f.api.count("patch"))
+		})
+	}
+}
+
+// A run that ends before it could look at a binding after a lost answer
+// leaves it pending and says that the trigger may be in place.
+func TestRunLostAnswerLeftPendingSaysItMayHaveLanded(t *testing.T) {
+	f := newRunnerFixture(Options{})
+	f.runner.Backoff = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 1, Steps: 1 << 30}
+	b := scheduledBinding(webDeploy, serverNow.Add(-time.Hour), member2Only...)
+	f.api.add(b)
+	f.api.lostAnswers[b.key()] = []error{apierrors.NewInternalError(errors.New("etcd leader changed"))}
+	// The API server goes away for longer than the run lasts.
+	f.api.getErrors[b.key()] = slices.Repeat([]error{apierrors.NewServiceUnavailable("restarting")}, 1<<20)
+
+	result, err := f.run(t, 500*time.Millisecond, targetsOf(webDeploy)...)
+	require.NoError(t, err)
+	row := result.Rows[0]
+	assert.Empty(t, row.Result)
+	assert.Equal(t, 1, result.Pending)
+	assert.Equal(t, "timed out after a trigger write on resourcebinding shop/web-deployment whose answer was lost (it may have landed): "+
+		"Internal error occurred: etcd leader changed", row.Message)
+	assert.Equal(t, 1, f.api.count("patch"), "no write before the binding was looked at")
 }

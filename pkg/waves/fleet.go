@@ -2,7 +2,6 @@ package waves
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -323,8 +322,10 @@ func (f *fleet) Get(ctx context.Context, namespace, name string) (*rebalance.Bin
 }
 
 // PatchTrigger implements rebalance.BindingAPI: the write goes to the
-// server; its answer goes into the store. A refused write marks the binding
-// stale, so the runner's next read goes to the server.
+// server; its answer goes into the store. A failed write marks the binding
+// stale, so the runner's next read goes to the server: the write may have
+// been refused because the binding changed, or have landed with its answer
+// lost, and the store knows neither.
 func (f *fleet) PatchTrigger(ctx context.Context, w rebalance.TriggerWrite) (*rebalance.Binding, error) {
 	b, err := f.api.PatchTrigger(ctx, w)
 	f.mu.Lock()
@@ -333,7 +334,7 @@ func (f *fleet) PatchTrigger(ctx context.Context, w rebalance.TriggerWrite) (*re
 	case err == nil && !w.DryRun:
 		f.written[fleetKey{w.Namespace, w.Name}] = b.Generation
 		f.putLocked(b)
-	case errors.Is(err, rebalance.ErrTriggerChanged), apierrors.IsConflict(err):
+	case err != nil:
 		f.stale[fleetKey{w.Namespace, w.Name}] = true
 	}
 	return b, err

@@ -3,6 +3,7 @@ package waves
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,11 @@ type fakeFleet struct {
 	bindings map[string]*rebalance.Binding
 	watchers []*fakeWatch
 	requests map[string]int
+	// lost names the bindings whose next trigger write lands but whose
+	// answer is lost; writes counts the writes that landed, per binding.
+	lost       map[string]bool
+	writes     map[string]int
+	unanswered map[string]metav1.Time
 }
 
 type fakeWatch struct {
@@ -42,7 +48,8 @@ func (w *fakeWatch) Stop()                          { w.once.Do(func() { close(w
 func (w *fakeWatch) ResultChan() <-chan watch.Event { return w.ch }
 
 func newFakeFleet(namespaces, perNamespace int) *fakeFleet {
-	f := &fakeFleet{bindings: map[string]*rebalance.Binding{}, requests: map[string]int{}}
+	f := &fakeFleet{bindings: map[string]*rebalance.Binding{}, requests: map[string]int{}, lost: map[string]bool{}, writes: map[string]int{},
+		unanswered: map[string]metav1.Time{}}
 	last := metav1.NewTime(time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC))
 	for n := range namespaces {
 		for i := range perNamespace {
@@ -77,6 +84,12 @@ func toRB(b *rebalance.Binding) *workv1alpha2.ResourceBinding {
 func (f *fakeFleet) Get(_ context.Context, namespace, name string) (*rebalance.Binding, error) {
 	f.count("GET")
 	f.mu.Lock()
+	if at, ok := f.unanswered[namespace+"/"+name]; ok {
+		delete(f.unanswered, namespace+"/"+name)
+		f.mu.Unlock()
+		f.schedule(namespace+"/"+name, at)
+		f.mu.Lock()
+	}
 	defer f.mu.Unlock()
 	b, ok := f.bindings[namespace+"/"+name]
 	if !ok {
@@ -101,14 +114,30 @@ func (f *fakeFleet) List(_ context.Context, namespace string, _ bool) ([]*rebala
 
 func (f *fakeFleet) PatchTrigger(_ context.Context, w rebalance.TriggerWrite) (*rebalance.Binding, error) {
 	f.count("PATCH")
+	key := w.Namespace + "/" + w.Name
 	f.mu.Lock()
-	b := f.bindings[w.Namespace+"/"+w.Name]
+	b := f.bindings[key]
+	if held := b.Spec.RescheduleTriggeredAt; (held == nil) != (w.Expected == nil) || held != nil && !held.Equal(w.Expected) {
+		f.mu.Unlock()
+		return nil, rebalance.ErrTriggerChanged
+	}
 	at := w.At
 	b.Spec.RescheduleTriggeredAt = &at
 	b.Generation++
+	f.writes[key]++
 	written := rebalance.BindingFromObject(toRB(b))
+	lost := f.lost[key]
+	delete(f.lost, key)
 	f.mu.Unlock()
-	go f.schedule(w.Namespace+"/"+w.Name, at)
+	if lost {
+		// The scheduler answers by the time the client reads the binding
+		// from the server again; no watch event tells the client before.
+		f.mu.Lock()
+		f.unanswered[key] = at
+		f.mu.Unlock()
+		return nil, io.ErrUnexpectedEOF
+	}
+	go f.schedule(key, at)
 	return written, nil
 }
 
@@ -234,4 +263,38 @@ func TestListedReadsPerNamespace(t *testing.T) {
 
 	// Small batches keep a get per binding.
 	assert.Same(t, api, ListedReads(api, api, targets[:8], 0))
+}
+
+// A write whose answer is lost landed: the fleet's store must not hand the
+// runner the binding as it was before, or the retry writes a second
+// trigger (or disowns the first one).
+func TestFleetLostAnswerIsReadFromTheServer(t *testing.T) {
+	api := newFakeFleet(1, 20)
+	var targets []rebalance.Target
+	for i := range 20 {
+		targets = append(targets, rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns-0", Name: fmt.Sprintf("app-%d", i)}})
+		if i%3 == 0 {
+			api.lost[fmt.Sprintf("ns-0/app-%d-deployment", i)] = true
+		}
+	}
+	at := metav1.NewTime(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC))
+	runner := &rebalance.Runner{API: api, Clock: rebalance.NewServerClock(), Options: rebalance.Options{Wait: true, TriggerAt: &at}}
+	e := &Engine{Lister: api, Options: Options{MaxInFlight: 5, WaitReady: true}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	result, err := e.Execute(ctx, runner, targets)
+	require.NoError(t, err)
+	assert.Equal(t, 20, result.Written, "every landed write is the run's own")
+	assert.Equal(t, 0, result.Pending)
+	for _, row := range result.Rows {
+		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
+		assert.Equal(t, rebalance.OutcomeScheduled, row.Observation.Outcome, row.Workload.Name)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	for key, n := range api.writes {
+		assert.Equal(t, 1, n, "%s: one trigger write", key)
+	}
+	assert.Len(t, api.writes, 20)
+	assert.Equal(t, 20, api.requests["PATCH"], "after a lost answer the binding is read from the server before any write")
 }
