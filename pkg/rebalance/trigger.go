@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -204,15 +205,31 @@ func (c *clientsetAPI) PatchTrigger(ctx context.Context, w TriggerWrite) (*Bindi
 }
 
 // isFailedTest recognises the API server's answer to a JSON patch that did
-// not apply. The server answers 422 with a generic message and leaves the
-// patch library's words out, so a failed test cannot be told apart from
-// other reasons by the answer alone. The caller re-reads the binding: a
-// changed trigger explains it; otherwise the resource-version guarded
-// write follows and brings any real problem to light.
+// not apply: 422, reason Invalid, the generic message the server puts in
+// place of the patch library's words, and no details. A 422 that names the
+// object or its fields (the schema refused the value, say) is a rejection,
+// not a changed trigger. The server gives the same answer for any patch
+// operation that cannot apply, but the trigger patch only tests and sets a
+// field under spec, which every binding has: the test is what failed. The
+// caller re-reads the binding: a changed trigger explains it; otherwise the
+// resource-version guarded write follows and brings any real problem to
+// light.
 func isFailedTest(err error) bool {
 	var status apierrors.APIStatus
-	return errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Code != http.StatusUnprocessableEntity || s.Reason != metav1.StatusReasonInvalid || s.Message != unappliedPatchMessage {
+		return false
+	}
+	d := s.Details
+	return d == nil || d.Name == "" && d.Kind == "" && d.Group == "" && len(d.Causes) == 0
 }
+
+// unappliedPatchMessage is the message of the API server's answer to a JSON
+// patch that does not apply, as the API machinery words it.
+var unappliedPatchMessage = apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "", 0, false).ErrStatus.Message
 
 func (c *clientsetAPI) CurrentResourceVersion(ctx context.Context, scope Scope) (string, error) {
 	opts := scope.listOptions()

@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
 
@@ -65,7 +67,15 @@ func TestIsFailedTest(t *testing.T) {
 	}{
 		{name: "failed test", err: failedTest, want: true},
 		{name: "wrapped", err: fmt.Errorf("patch: %w", failedTest), want: true},
-		{name: "any unprocessable patch", err: apierrors.NewInvalid(schema.GroupKind{Kind: "ResourceBinding"}, "x", nil), want: true},
+		{name: "as client-go decodes it", err: decodedStatus(t, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`+
+			`"message":"the server rejected our request due to an error in our request","reason":"Invalid","details":{},"code":422}`), want: true},
+		{name: "the schema refused the value", err: apierrors.NewInvalid(schema.GroupKind{Group: "work.karmada.io", Kind: "ResourceBinding"}, "x",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "rescheduleTriggeredAt"), "yesterday", "must be a date-time")})},
+		{name: "invalid without causes", err: apierrors.NewInvalid(schema.GroupKind{Group: "work.karmada.io", Kind: "ResourceBinding"}, "x", nil)},
+		{name: "a webhook's 422", err: decodedStatus(t, `{"kind":"Status","apiVersion":"v1","status":"Failure",`+
+			`"message":"admission webhook \"validator.example.io\" denied the request: no triggers on Fridays","reason":"Invalid","code":422}`)},
+		{name: "422 of unknown reason", err: decodedStatus(t, `{"kind":"Status","apiVersion":"v1","status":"Failure",`+
+			`"message":"the server rejected our request due to an error in our request","code":422}`)},
 		{name: "conflict", err: apierrors.NewConflict(schema.GroupResource{Resource: "resourcebindings"}, "x", errors.New("changed"))},
 		{name: "bad request", err: apierrors.NewBadRequest("bad patch")},
 		{name: "not an API error", err: errors.New("testing value")},
@@ -76,4 +86,12 @@ func TestIsFailedTest(t *testing.T) {
 			assert.Equal(t, tt.want, isFailedTest(tt.err))
 		})
 	}
+}
+
+// decodedStatus is the error client-go makes of a Status the server sent.
+func decodedStatus(t *testing.T, body string) error {
+	t.Helper()
+	var status metav1.Status
+	require.NoError(t, json.Unmarshal([]byte(body), &status))
+	return apierrors.FromObject(&status)
 }

@@ -14,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -64,8 +66,10 @@ func newReconcileFixture(t *testing.T) (*karmadafake.Clientset, *Recorder) {
 		if action.(clienttesting.PatchAction).GetName() != rebalance.BindingNameFor(rejected) {
 			return false, nil, nil
 		}
-		// 400: a 422 cannot be told from a failed patch test, which is re-read.
-		return true, nil, apierrors.NewBadRequest("refused by a webhook")
+		// A 422 that names the object and field is a rejection, not a
+		// failed patch test.
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "work.karmada.io", Kind: "ResourceBinding"}, rebalance.BindingNameFor(rejected),
+			field.ErrorList{field.Forbidden(field.NewPath("spec", "rescheduleTriggeredAt"), "refused by a webhook")})
 	})
 	rec := &Recorder{
 		Client: client.AppsV1alpha1().WorkloadRebalancers(),
