@@ -725,7 +725,7 @@ func (o *DescheduleOptions) podSource() (deschedule.PodSource, error) {
 
 // runOnce runs a single pass and prints it.
 func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Descheduler) error {
-	passCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	passCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
 	defer cancel()
 	result, err := d.Pass(passCtx)
 	switch {

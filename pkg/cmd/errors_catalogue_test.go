@@ -199,10 +199,15 @@ func TestErrorCatalogue(t *testing.T) {
 			want: []string{`not allowed to patch resourcebindings.work.karmada.io in namespace "default"`, `grant "patch"`}},
 		{name: "binding missing: a failed row with its reason", args: []string{"deploy/web"}, code: ExitFailed,
 			stdoutWant: []string{"REASON", "deployment.apps/web", "Failed", "ReferencedBindingNotFound"}, want: []string{"1 failed"}},
-		{name: "binding read 500 until the timeout: pending with the reason", setup: bindingsFail(answer(500, "text/plain", "boom")),
+		// --timeout runs out at the second read: the first one's answer is in the row.
+		{name: "binding read 500 until the timeout: pending with the reason", setup: func(s *fakeServer) {
+			s.on("GET "+bindingsPath, s.expiring(2, answer(500, "text/plain", "boom")))
+		},
 			args: []string{"deploy/web", "--timeout=1s", "-o", "wide"}, code: ExitPending,
 			stdoutWant: []string{"Pending", "timed out before the binding could be read", "boom"}, want: []string{"1 pending"}},
-		{name: "binding read html until the timeout", setup: bindingsFail(answer(200, "text/html", htmlLogin)),
+		{name: "binding read html until the timeout", setup: func(s *fakeServer) {
+			s.on("GET "+bindingsPath, s.expiring(2, answer(200, "text/html", htmlLogin)))
+		},
 			args: []string{"deploy/web", "--timeout=1s", "-o", "wide"}, code: ExitPending, stdoutWant: []string{"Pending", "timed out before the binding could be read"}},
 		// Input.
 		{name: "empty file", args: []string{"-f", empty}, code: ExitError, want: []string{empty + " holds no object", "nothing was done"}},
@@ -221,9 +226,9 @@ func TestErrorCatalogue(t *testing.T) {
 		{name: "jsonpath without a template", args: []string{"deploy/web", "-o", "jsonpath"}, code: ExitError, want: []string{"-o jsonpath needs a template", "-o jsonpath='{.metadata.name}'"}},
 		{name: "unknown output", args: []string{"deploy/web", "-o", "xml"}, code: ExitError, want: []string{`invalid --output "xml": use one of wide, json, yaml`}},
 		// Deadlines and Ctrl-C.
-		{name: "timeout bounds discovery", setup: func(s *fakeServer) { s.on("GET /api", hang) }, args: []string{"deploy/web", "--timeout=1s"},
+		{name: "timeout bounds discovery", setup: func(s *fakeServer) { s.on("GET /api", s.expiring(1, hang)) }, args: []string{"deploy/web", "--timeout=1s"},
 			code: ExitPending, namesServer: true, want: []string{"--timeout 1s ran out before any binding was read", "the discovery request GET /api", "nothing was written"}},
-		{name: "timeout bounds template reads", setup: func(s *fakeServer) { s.on("GET /apis/apps/v1/namespaces/default/deployments", hang) },
+		{name: "timeout bounds template reads", setup: func(s *fakeServer) { s.on("GET /apis/apps/v1/namespaces/default/deployments", s.expiring(1, hang)) },
 			args: []string{"deployments", "--all", "--timeout=1s"}, code: ExitPending,
 			want: []string{"--timeout 1s ran out before any binding was read", "list deployments.apps in namespace default", "nothing was written"}},
 		{name: "ctrl-c during discovery", setup: func(s *fakeServer) { s.on("GET /api", hang) }, args: []string{"deploy/web"}, cancelOn: "GET /api",
@@ -254,7 +259,7 @@ func TestErrorCatalogue(t *testing.T) {
 		{name: "get a missing name", setup: func(s *fakeServer) {
 			s.on("GET "+rebalancers+"/nope", answer(404, "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"workloadrebalancers.apps.karmada.io \"nope\" not found","details":{"name":"nope","group":"apps.karmada.io","kind":"workloadrebalancers"}}`))
 		}, args: []string{"get", "nope"}, code: ExitError, want: []string{"workloadrebalancer nope not found; run `kubectl rebalance get` to list them"}},
-		{name: "get times out", setup: func(s *fakeServer) { s.on("GET "+rebalancers, hang) }, args: []string{"get", "--timeout=1s"}, code: ExitError, namesServer: true,
+		{name: "get times out", setup: func(s *fakeServer) { s.on("GET "+rebalancers, s.expiring(1, hang)) }, args: []string{"get", "--timeout=1s"}, code: ExitError, namesServer: true,
 			want: []string{"--timeout 1s ran out", "did not answer the request to list workloadrebalancers.apps.karmada.io in time"}},
 		{name: "get interrupted", setup: func(s *fakeServer) { s.on("GET "+rebalancers, hang) }, args: []string{"get"}, cancelOn: "GET " + rebalancers, code: ExitError,
 			want: []string{"interrupted before the Karmada apiserver answered"}},
@@ -272,7 +277,7 @@ func TestErrorCatalogue(t *testing.T) {
 			want: []string{`not allowed to list resourcebindings.work.karmada.io in namespace "default"`, `grant "list"`}},
 		{name: "deschedule list html", setup: bindingsFail(answer(200, "text/html", htmlLogin)), args: []string{"deschedule"}, code: ExitError, namesServer: true,
 			want: []string{"with an HTML page"}},
-		{name: "deschedule times out", setup: bindingsFail(hang), args: []string{"deschedule", "--timeout=1s"}, code: ExitFailed, namesServer: true,
+		{name: "deschedule times out", setup: func(s *fakeServer) { s.on("GET "+bindingsPath, s.expiring(1, hang)) }, args: []string{"deschedule", "--timeout=1s"}, code: ExitFailed, namesServer: true,
 			want: []string{"--timeout 1s ran out before the bindings were listed", "nothing was written"}},
 		{name: "deschedule interrupted", setup: bindingsFail(hang), args: []string{"deschedule"}, cancelOn: "GET " + bindingsPath, code: ExitFailed,
 			want: []string{"interrupted before the bindings were listed; nothing was written"}},
@@ -281,7 +286,12 @@ func TestErrorCatalogue(t *testing.T) {
 	require.GreaterOrEqual(t, len(cases), 40)
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
+			// --timeout runs out when the fake server says so (expiring),
+			// never by the clock: the values below are only printed.
+			deadlines := &testDeadlines{}
+			deadlines.install(t)
 			s := newFakeServer(t)
+			s.deadlines = deadlines
 			if tt.setup != nil {
 				tt.setup(s)
 			}

@@ -24,6 +24,9 @@ type fakeServer struct {
 	plain bool
 	// noRebalancer leaves out apps.karmada.io: Karmada older than v1.10.
 	noRebalancer bool
+	// deadlines, when the test installed them, end the run's --timeout
+	// (see expiring).
+	deadlines *testDeadlines
 
 	mu      sync.Mutex
 	routes  []fakeRoute

@@ -182,7 +182,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
-	reqCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+	reqCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
 	defer cancel()
 	if o.Name != "" {
 		rb, err := o.client.Get(reqCtx, o.Name, metav1.GetOptions{})
@@ -223,7 +223,7 @@ func (o *GetOptions) requestError(ctx, reqCtx context.Context, verb string, err 
 			o.Timeout, base.serverURL(), base.contextName(), describeRequest(o.guard.lastFailed()))
 	case apierrors.IsNotFound(err) && isUnservedResource(err):
 		if o.discovery != nil {
-			probeCtx, cancel := context.WithTimeout(ctx, o.Timeout)
+			probeCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
 			defer cancel()
 			defer o.guard.bind(o.guard.bind(probeCtx))
 			if _, derr := o.discovery.ServerResourcesForGroupVersion("work.karmada.io/v1alpha2"); apierrors.IsNotFound(derr) {

@@ -359,7 +359,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.needsPrediction() {
-		predictCtx, cancel := context.WithDeadline(ctx, o.deadline)
+		predictCtx, cancel := deadlineContext(ctx, o.deadline)
 		err := o.selectTargets(predictCtx, resolved)
 		cancel()
 		if err != nil {
@@ -417,7 +417,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 			Explain:  o.explainMissingBinding(mapper),
 		},
 	}
-	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
+	runCtx, cancel := deadlineContext(ctx, o.deadline)
 	defer cancel()
 	result, waveResult, runErr := o.execute(runCtx, runner, resolved, client)
 	progress.Clear()

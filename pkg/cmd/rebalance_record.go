@@ -171,7 +171,7 @@ func (o *RebalanceOptions) rebalancerNotServed() error {
 // it, reconcile it (or, server-side, follow the controller's status), print
 // the rows, and follow its TTL.
 func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapper, resolved *rebalance.Resolved, plan *recordPlan) error {
-	checkCtx, cancelCheck := context.WithDeadline(ctx, o.deadline)
+	checkCtx, cancelCheck := deadlineContext(ctx, o.deadline)
 	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
 	cancelCheck()
 	if err != nil {
@@ -219,7 +219,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 	engine, closeWaves := o.recordWaves(rec, resolved, client)
 	defer closeWaves()
 
-	runCtx, cancel := context.WithDeadline(ctx, o.deadline)
+	runCtx, cancel := deadlineContext(ctx, o.deadline)
 	defer cancel()
 
 	obj, applied, prepared, err := o.applyRecord(runCtx, rec, resolved, plan)

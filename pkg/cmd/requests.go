@@ -151,6 +151,12 @@ func (b *releasingBody) Close() error {
 	return err
 }
 
+// deadlineContext derives the context that --timeout bounds. The error
+// catalogue replaces it to end a run when the fake server has seen the
+// request a case is about, instead of after a wall-clock time that a loaded
+// machine can spend before the run gets there.
+var deadlineContext = context.WithDeadline
+
 // startupBackoff paces the retries of the requests a command makes before it
 // does anything: discovery and reading the workload templates.
 var startupBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 6, Cap: 4 * time.Second}

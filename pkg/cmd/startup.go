@@ -32,7 +32,7 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 // and Ctrl-C, and those that meet a passing fault (500, 503, 429, a reset
 // connection) are tried again.
 func (o *RebalanceOptions) startup(ctx context.Context) (meta.RESTMapper, *rebalance.Resolved, error) {
-	startCtx, cancel := context.WithDeadline(ctx, o.deadline)
+	startCtx, cancel := deadlineContext(ctx, o.deadline)
 	defer cancel()
 	defer o.guard.bind(o.guard.bind(startCtx))
 

@@ -326,7 +326,11 @@ func (r *Runner) readFailed(ctx context.Context, e *entry, verb string, err erro
 	case isFatal(err):
 		return false, bindingRequestError(verb, w, e.row.Binding, err)
 	}
-	e.row.Message = fmt.Sprintf("reading %s failed, retrying: %v", BindingRef(w), err)
+	if ctx.Err() == nil || e.row.Message == "" {
+		// A request cut short by the end of the run says nothing new: the
+		// row keeps the server's last answer.
+		e.row.Message = fmt.Sprintf("reading %s failed, retrying: %v", BindingRef(w), err)
+	}
 	return false, nil
 }
 
@@ -509,7 +513,9 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 			e.unsure = append(e.unsure, when)
 			e.reread, lostErr = true, err
 		}
-		e.row.Message = fmt.Sprintf("triggering %s failed, retrying: %v", BindingRef(w), err)
+		if ctx.Err() == nil || e.row.Message == "" {
+			e.row.Message = fmt.Sprintf("triggering %s failed, retrying: %v", BindingRef(w), err)
+		}
 		return false, nil
 	})
 	if e.row.Result == "" && e.reread && lostErr != nil {
