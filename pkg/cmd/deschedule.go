@@ -37,6 +37,7 @@ import (
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/version"
@@ -269,9 +270,9 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		LeaderElect:            true,
 		LeaderElectNamespace:   deschedule.DefaultLeaseNamespace,
 		LeaderElectName:        deschedule.DefaultLeaseName,
-		LeaseDuration:          deschedule.DefaultLeaseDuration,
-		RenewDeadline:          deschedule.DefaultRenewDeadline,
-		RetryPeriod:            deschedule.DefaultRetryPeriod,
+		LeaseDuration:          daemon.DefaultLeaseDuration,
+		RenewDeadline:          daemon.DefaultRenewDeadline,
+		RetryPeriod:            daemon.DefaultRetryPeriod,
 		LogFormat:              "text",
 		ProfilingBindAddress:   ":6060",
 		Timeout:                defaultDescheduleTimeout,
@@ -605,7 +606,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	// components do: repeated events are aggregated and counted, floods are
 	// rate-limited per object, and writes happen in the background. On the
 	// way out it waits a while for the events of its last pass.
-	events := deschedule.NewEventRecorder(kube, deschedule.EventComponent, host)
+	events := daemon.NewEventRecorder(kube, deschedule.EventComponent, host)
 	defer func() {
 		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
 		defer cancel()
@@ -814,13 +815,13 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 	if err != nil {
 		return withExitCode(ExitError, err)
 	}
-	health := deschedule.NewHealth(o.LeaderElect)
+	health := daemon.NewHealth(o.LeaderElect)
 
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
 	var served []<-chan error
 	serve := func(addr, flag, what string, handler http.Handler) error {
-		bound, done, err := deschedule.Serve(serveCtx, addr, flag, handler, log)
+		bound, done, err := daemon.Serve(serveCtx, addr, flag, handler, log)
 		if err != nil {
 			return err
 		}
@@ -834,14 +835,14 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics and probes", health.Handler(reg))
 	default:
 		if o.MetricsBindAddress != "" {
-			serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics", deschedule.MetricsHandler(reg))
+			serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics", daemon.MetricsHandler(reg))
 		}
 		if serveErr == nil && o.HealthProbeBindAddress != "" {
 			serveErr = serve(o.HealthProbeBindAddress, "health-probe-bind-address", "probes", health.ProbeHandler())
 		}
 	}
 	if serveErr == nil && o.EnablePprof {
-		serveErr = serve(o.ProfilingBindAddress, "profiling-bind-address", "profiles", deschedule.ProfilingHandler())
+		serveErr = serve(o.ProfilingBindAddress, "profiling-bind-address", "profiles", daemon.ProfilingHandler())
 	}
 	if serveErr != nil {
 		return withExitCode(ExitError, serveErr)
@@ -862,7 +863,7 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		},
 	}
 	if o.LeaderElect {
-		opts.LeaderElection = &deschedule.LeaderElection{
+		opts.LeaderElection = &daemon.LeaderElection{
 			Client: leases, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: identity,
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
 		}

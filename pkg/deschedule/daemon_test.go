@@ -3,9 +3,6 @@ package deschedule
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 func quietFixture() *passFixture {
@@ -32,7 +31,7 @@ func TestRunPassesEveryInterval(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	metrics, err := NewMetrics(reg)
 	require.NoError(t, err)
-	health := NewHealth(false)
+	health := daemon.NewHealth(false)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var passes atomic.Int32
@@ -42,7 +41,7 @@ func TestRunPassesEveryInterval(t *testing.T) {
 		Health:   health,
 		OnPass: func(r *PassResult, err error) {
 			assert.NoError(t, err)
-			assert.True(t, health.ready.Load(), "ready while passing")
+			assert.True(t, health.IsReady(), "ready while passing")
 			if passes.Add(1) == 3 {
 				cancel()
 			}
@@ -50,7 +49,7 @@ func TestRunPassesEveryInterval(t *testing.T) {
 	}
 	require.NoError(t, f.descheduler(t, Options{}).Run(ctx, opts))
 	assert.Equal(t, int32(3), passes.Load())
-	assert.False(t, health.ready.Load(), "not ready once stopped")
+	assert.False(t, health.IsReady(), "not ready once stopped")
 	got := gather(t, reg)
 	assert.Equal(t, 3.0, got[`kubectl_rebalance_deschedule_passes_total{result="succeeded"}`])
 	assert.Equal(t, 0.0, got["kubectl_rebalance_deschedule_leader"])
@@ -94,7 +93,7 @@ func TestRunKeepsPassingWhenAPassFails(t *testing.T) {
 // releases the lease after its last write.
 func TestRunLeaderElection(t *testing.T) {
 	leases := fake.NewClientset()
-	type daemon struct {
+	type replica struct {
 		name   string
 		cancel context.CancelFunc
 		done   chan error
@@ -102,17 +101,17 @@ func TestRunLeaderElection(t *testing.T) {
 	}
 	var mu sync.Mutex
 	active := map[string]bool{}
-	start := func(name string) *daemon {
-		d := &daemon{name: name, done: make(chan error, 1)}
+	start := func(name string) *replica {
+		d := &replica{name: name, done: make(chan error, 1)}
 		ctx, cancel := context.WithCancel(context.Background())
 		d.cancel = cancel
 		opts := DaemonOptions{
 			Interval: 5 * time.Millisecond,
-			LeaderElection: &LeaderElection{
+			LeaderElection: &daemon.LeaderElection{
 				Client: leases, Namespace: "karmada-system", Name: DefaultLeaseName, Identity: name,
 				LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond,
 			},
-			Health: NewHealth(true),
+			Health: daemon.NewHealth(true),
 			OnPass: func(*PassResult, error) {
 				mu.Lock()
 				active[name] = true
@@ -143,94 +142,4 @@ func TestRunLeaderElection(t *testing.T) {
 	require.Eventually(t, func() bool { return b.passes.Load() > 0 }, 5*time.Second, 10*time.Millisecond, "the standby takes over")
 	b.cancel()
 	require.NoError(t, <-b.done)
-}
-
-func TestHealthEndpoints(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	_, err := NewMetrics(reg)
-	require.NoError(t, err)
-	h := NewHealth(true)
-	server := httptest.NewServer(h.Handler(reg))
-	defer server.Close()
-
-	get := func(path string) (int, string) {
-		resp, err := http.Get(server.URL + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var buf [4096]byte
-		n, _ := resp.Body.Read(buf[:])
-		return resp.StatusCode, string(buf[:n])
-	}
-	code, _ := get("/readyz")
-	assert.Equal(t, http.StatusServiceUnavailable, code)
-	h.setReady(true)
-	code, body := get("/readyz")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "ok (standby)\n", body)
-	h.setLeading(true)
-	_, body = get("/readyz")
-	assert.Equal(t, "ok (leader)\n", body)
-	code, _ = get("/healthz")
-	assert.Equal(t, http.StatusOK, code)
-	code, body = get("/metrics")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "kubectl_rebalance_deschedule_")
-}
-
-// TestSeparateHandlers checks that probes and metrics can be served apart,
-// as with different --health-probe-bind-address and --metrics-bind-address.
-func TestSeparateHandlers(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	_, err := NewMetrics(reg)
-	require.NoError(t, err)
-	h := NewHealth(false)
-	h.setReady(true)
-	probes := httptest.NewServer(h.ProbeHandler())
-	defer probes.Close()
-	metrics := httptest.NewServer(MetricsHandler(reg))
-	defer metrics.Close()
-	status := func(base, path string) int {
-		resp, err := http.Get(base + path)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	assert.Equal(t, http.StatusOK, status(probes.URL, "/healthz"))
-	assert.Equal(t, http.StatusOK, status(probes.URL, "/readyz"))
-	assert.Equal(t, http.StatusNotFound, status(probes.URL, "/metrics"))
-	assert.Equal(t, http.StatusOK, status(metrics.URL, "/metrics"))
-	assert.Equal(t, http.StatusNotFound, status(metrics.URL, "/healthz"))
-}
-
-// TestProfilingHandler checks what --enable-pprof serves: Go's profiles, and
-// nothing of the metrics or probes.
-func TestProfilingHandler(t *testing.T) {
-	server := httptest.NewServer(ProfilingHandler())
-	defer server.Close()
-	get := func(path string) (int, string) {
-		resp, err := http.Get(server.URL + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(body)
-	}
-	code, body := get("/debug/pprof/")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "goroutine")
-	code, body = get("/debug/pprof/goroutine?debug=1")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "goroutine profile")
-	code, _ = get("/metrics")
-	assert.Equal(t, http.StatusNotFound, code)
-}
-
-func TestServeReportsBusyPort(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	addr, done, err := Serve(ctx, "127.0.0.1:0", "metrics-bind-address", http.NotFoundHandler(), nil)
-	require.NoError(t, err)
-	_, _, err = Serve(ctx, addr.String(), "health-probe-bind-address", http.NotFoundHandler(), nil)
-	assert.ErrorContains(t, err, "cannot listen on "+addr.String()+", choose another --health-probe-bind-address")
-	cancel()
-	assert.NoError(t, <-done)
 }

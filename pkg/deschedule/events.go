@@ -3,7 +3,6 @@ package deschedule
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -11,13 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 // EventComponent is the event source component (and reporting controller)
@@ -41,116 +38,6 @@ type EventWriter interface {
 	WriteEvent(ctx context.Context, object runtime.Object, eventType, reason, message string) error
 }
 
-// EventScheme knows the Karmada binding types, so that events can name a
-// ResourceBinding whose TypeMeta is empty (as typed clients return them).
-// EventRecorder passes it to its broadcaster's recorder.
-func EventScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	// Both installers only fail on programming errors in generated code.
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := workv1alpha2.Install(scheme); err != nil {
-		panic(err)
-	}
-	return scheme
-}
-
-// EventRecorder records events through client-go's event broadcaster, as
-// Kubernetes components do: repeated events are aggregated and counted,
-// floods about one object are rate-limited, and events are written in the
-// background with client-go's retries. Flush waits for the writes, so that a
-// daemon that stops does not lose the events of its last pass.
-type EventRecorder struct {
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	sink        *flushSink
-}
-
-// NewEventRecorder starts a broadcaster writing events through kube as
-// component on host. Call Shutdown when done.
-func NewEventRecorder(kube kubernetes.Interface, component, host string) *EventRecorder {
-	sink := &flushSink{
-		EventSink: &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")},
-		waiting:   map[string]chan struct{}{},
-	}
-	// The broadcaster's context is not the daemon's: a stop request must
-	// not cancel the writes that Flush waits for.
-	broadcaster := record.NewBroadcaster(record.WithContext(context.Background()))
-	broadcaster.StartRecordingToSink(sink)
-	return &EventRecorder{
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(EventScheme(), corev1.EventSource{Component: component, Host: host}),
-		sink:        sink,
-	}
-}
-
-// WriteEvent implements EventWriter; the event is written in the background.
-func (r *EventRecorder) WriteEvent(_ context.Context, object runtime.Object, eventType, reason, message string) error {
-	r.recorder.Event(object, eventType, reason, message)
-	return nil
-}
-
-// Flush returns once every event recorded before it has been written (or
-// given up by client-go's retries), or when ctx ends. It sends a marker
-// through the broadcaster, which handles events one at a time in order, and
-// waits for the marker to reach the sink; the sink swallows it.
-func (r *EventRecorder) Flush(ctx context.Context) error {
-	name := string(uuid.NewUUID())
-	done := r.sink.expect(name)
-	// A new object per marker: never aggregated with, or rate-limited
-	// like, an earlier marker.
-	r.recorder.Event(&corev1.ObjectReference{Kind: flushKind, Namespace: metav1.NamespaceDefault, Name: name}, corev1.EventTypeNormal, flushKind, "")
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		r.sink.forget(name)
-		return fmt.Errorf("events were still being written when the wait ended: %w", ctx.Err())
-	}
-}
-
-// Shutdown stops the broadcaster; events not yet written are dropped.
-func (r *EventRecorder) Shutdown() { r.broadcaster.Shutdown() }
-
-// flushKind marks the events Flush sends; they never reach the API server.
-const flushKind = "KubectlRebalanceFlush"
-
-// flushSink passes events to the API server, except Flush's markers, which
-// it reports instead.
-type flushSink struct {
-	record.EventSink
-	mu      sync.Mutex
-	waiting map[string]chan struct{}
-}
-
-func (s *flushSink) expect(name string) <-chan struct{} {
-	done := make(chan struct{})
-	s.mu.Lock()
-	s.waiting[name] = done
-	s.mu.Unlock()
-	return done
-}
-
-func (s *flushSink) forget(name string) {
-	s.mu.Lock()
-	delete(s.waiting, name)
-	s.mu.Unlock()
-}
-
-func (s *flushSink) Create(event *corev1.Event) (*corev1.Event, error) {
-	if event.InvolvedObject.Kind != flushKind {
-		return s.EventSink.Create(event)
-	}
-	s.mu.Lock()
-	if done, ok := s.waiting[event.InvolvedObject.Name]; ok {
-		close(done)
-		delete(s.waiting, event.InvolvedObject.Name)
-	}
-	s.mu.Unlock()
-	return event, nil
-}
-
 // EventClient writes core/v1 Events synchronously, one Create per event, so
 // that a one-shot command knows they are stored before it exits and can
 // report the ones that were refused.
@@ -167,7 +54,7 @@ type EventClient struct {
 
 // NewEventClient returns an EventClient writing through kube as component.
 func NewEventClient(kube kubernetes.Interface, component string) *EventClient {
-	return &EventClient{kube: kube, scheme: EventScheme(), component: component, now: time.Now}
+	return &EventClient{kube: kube, scheme: daemon.EventScheme(), component: component, now: time.Now}
 }
 
 // WriteEvent implements EventWriter.

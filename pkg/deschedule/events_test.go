@@ -15,11 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/reference"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 func TestEventSchemeNamesBindings(t *testing.T) {
 	rb := newBinding("default", "web", cluster{"m1", 1, 1})
-	ref, err := reference.GetReference(EventScheme(), rb)
+	ref, err := reference.GetReference(daemon.EventScheme(), rb)
 	require.NoError(t, err)
 	assert.Equal(t, "work.karmada.io/v1alpha2", ref.APIVersion)
 	assert.Equal(t, "ResourceBinding", ref.Kind)
@@ -54,44 +56,4 @@ func TestEventClientReportsRefusal(t *testing.T) {
 	err := NewEventClient(kube, EventComponent).WriteEvent(context.Background(), newBinding("default", "web"), corev1.EventTypeWarning, ReasonDescheduleFailed, "x")
 	assert.ErrorContains(t, err, "cannot record event DescheduleBindingFailed on ResourceBinding default/web-deployment")
 	assert.ErrorContains(t, err, "forbidden")
-}
-
-// TestEventRecorderFlush records events through client-go's broadcaster
-// and checks that Flush returns only once they are stored, with this
-// descheduler's source, and that its marker never reaches the server.
-func TestEventRecorderFlush(t *testing.T) {
-	kube := fake.NewClientset()
-	r := NewEventRecorder(kube, EventComponent, "host-1")
-	defer r.Shutdown()
-	for _, name := range []string{"a", "b", "c"} {
-		rb := newBinding("team-a", name, cluster{"m1", 1, 1})
-		require.NoError(t, r.WriteEvent(context.Background(), rb, corev1.EventTypeNormal, ReasonDescheduleSucceed, "moved"))
-		require.NoError(t, r.WriteEvent(context.Background(), templateReference(rb), corev1.EventTypeNormal, ReasonDescheduleSucceed, "moved"))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, r.Flush(ctx))
-
-	events, err := kube.CoreV1().Events("team-a").List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	assert.Len(t, events.Items, 6)
-	for _, e := range events.Items {
-		assert.Equal(t, corev1.EventSource{Component: EventComponent, Host: "host-1"}, e.Source)
-		assert.Equal(t, ReasonDescheduleSucceed, e.Reason)
-	}
-	markers, err := kube.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	assert.Empty(t, markers.Items, "the flush marker is never written")
-
-	stopped, stop := context.WithCancel(context.Background())
-	stop()
-	assert.Error(t, stoppedRecorder(t).Flush(stopped))
-}
-
-// stoppedRecorder is a recorder whose broadcaster is shut down,
-// so that a Flush can only end with its context.
-func stoppedRecorder(t *testing.T) *EventRecorder {
-	r := NewEventRecorder(fake.NewClientset(), EventComponent, "")
-	r.Shutdown()
-	return r
 }

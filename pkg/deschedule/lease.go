@@ -10,20 +10,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 // IdentityPrefix starts the holder identity of every kubectl-rebalance
-// daemon in the Lease. karmada-descheduler names itself host_uuid, so the
-// prefix is what tells the two apart when they share the Lease.
-const IdentityPrefix = "kubectl-rebalance/"
+// daemon in the Lease; see daemon.IdentityPrefix.
+const IdentityPrefix = daemon.IdentityPrefix
 
 // HolderIdentity is the Lease holder identity of a daemon named id.
-func HolderIdentity(id string) string {
-	if strings.HasPrefix(id, IdentityPrefix) {
-		return id
-	}
-	return IdentityPrefix + id
-}
+func HolderIdentity(id string) string { return daemon.HolderIdentity(id) }
 
 // ForeignLeader is the holder of a Lease that another program, most likely
 // karmada-descheduler, holds and keeps renewing.

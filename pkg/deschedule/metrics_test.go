@@ -112,8 +112,4 @@ func TestNilMetricsAndHealth(t *testing.T) {
 	var m *Metrics
 	m.ObservePass(&PassResult{}, nil)
 	m.SetLeader(true)
-	var h *Health
-	h.setReady(true)
-	h.setLeading(true)
-	assert.Nil(t, h.watchdog())
 }

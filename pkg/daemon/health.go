@@ -1,4 +1,8 @@
-package deschedule
+// Package daemon holds what kubectl-rebalance's long-running commands
+// (deschedule and failback) share: the health and metrics endpoints, the
+// leader-election loop on a Lease, and the background event recorder. It
+// knows nothing of what the daemons do.
+package daemon
 
 import (
 	"context"
@@ -41,19 +45,27 @@ func NewHealth(electing bool) *Health {
 	return h
 }
 
-func (h *Health) setReady(v bool) {
+// SetReady says whether the daemon can serve: /readyz answers ok only
+// while it is.
+func (h *Health) SetReady(v bool) {
 	if h != nil {
 		h.ready.Store(v)
 	}
 }
 
-func (h *Health) setLeading(v bool) {
+// IsReady reports what SetReady last said.
+func (h *Health) IsReady() bool { return h != nil && h.ready.Load() }
+
+// SetLeading says whether this replica holds the Lease, for /readyz.
+func (h *Health) SetLeading(v bool) {
 	if h != nil {
 		h.leading.Store(v)
 	}
 }
 
-func (h *Health) watchdog() *leaderelection.HealthzAdaptor {
+// Watchdog is the adaptor to give leader election, so that /healthz fails
+// when the leader stops renewing its Lease; nil without leader election.
+func (h *Health) Watchdog() *leaderelection.HealthzAdaptor {
 	if h == nil {
 		return nil
 	}

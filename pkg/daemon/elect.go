@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Leader election timing, the same as every Kubernetes component's.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// IdentityPrefix starts the holder identity of every kubectl-rebalance
+// daemon in a Lease, which tells them apart from other programs (such as
+// karmada-descheduler, which names itself host_uuid) sharing it.
+const IdentityPrefix = "kubectl-rebalance/"
+
+// HolderIdentity is the Lease holder identity of a daemon named id.
+func HolderIdentity(id string) string {
+	if strings.HasPrefix(id, IdentityPrefix) {
+		return id
+	}
+	return IdentityPrefix + id
+}
+
+// LeaderElection configures the Lease that lets several replicas of a daemon
+// run with exactly one of them working.
+type LeaderElection struct {
+	// Client reaches the API server holding the Lease (the Karmada apiserver).
+	Client kubernetes.Interface
+	// Namespace and Name locate the Lease.
+	Namespace, Name string
+	// Identity names this process in the Lease; it must be unique.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election as in
+	// every Kubernetes component; zero values take the defaults above.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Lead campaigns for the Lease and calls work while holding it, with a
+// context that ends when the Lease is lost or ctx ends. It goes back to
+// campaigning when the Lease is lost, and returns nil once ctx has ended.
+//
+// The election outlives ctx: when ctx ends, Lead waits for work to return
+// (its last write done) and only then releases the Lease, so that the next
+// leader never overlaps with this one. onLeading, when not nil, is told when
+// leading starts and stops.
+func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Logger, onLeading func(bool), work func(context.Context)) error {
+	if le == nil || le.Client == nil || le.Namespace == "" || le.Name == "" || le.Identity == "" {
+		return errors.New("leader election needs a client, a lease namespace, a lease name and an identity")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if onLeading == nil {
+		onLeading = func(bool) {}
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     le.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	log = log.With("lease", le.Namespace+"/"+le.Name, "identity", le.Identity)
+
+	electionCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer endElection()
+
+	for ctx.Err() == nil {
+		leading := make(chan context.Context, 1)
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   orDefault(le.LeaseDuration, DefaultLeaseDuration),
+			RenewDeadline:   orDefault(le.RenewDeadline, DefaultRenewDeadline),
+			RetryPeriod:     orDefault(le.RetryPeriod, DefaultRetryPeriod),
+			ReleaseOnCancel: true,
+			Name:            le.Name,
+			WatchDog:        health.Watchdog(),
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(leCtx context.Context) { leading <- leCtx },
+				OnStoppedLeading: func() {},
+				OnNewLeader: func(identity string) {
+					if identity != le.Identity {
+						log.Info("standing by", "leader", identity)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("invalid leader election settings, check the --leader-elect-* flags: %w", err)
+		}
+		electionDone := make(chan struct{})
+		log.Info("waiting to lead")
+		go func() {
+			defer close(electionDone)
+			elector.Run(electionCtx)
+		}()
+
+		select {
+		case <-ctx.Done():
+			endElection()
+			<-electionDone
+		case <-electionDone:
+			// Run returns without leading only when the election ends.
+		case leCtx := <-leading:
+			log.Info("leading")
+			onLeading(true)
+			health.SetLeading(true)
+			workCtx, stopWork := context.WithCancel(leCtx)
+			unlink := context.AfterFunc(ctx, stopWork)
+			work(workCtx)
+			unlink()
+			stopWork()
+			onLeading(false)
+			health.SetLeading(false)
+			if ctx.Err() != nil {
+				// The last write is done: now give the Lease up.
+				endElection()
+				<-electionDone
+				log.Info("released the lease")
+				break
+			}
+			<-electionDone
+			log.Warn("lost the lease, stopped working")
+		}
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
