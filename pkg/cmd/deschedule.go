@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -819,31 +818,11 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
-	var served []<-chan error
-	serve := func(addr, flag, what string, handler http.Handler) error {
-		bound, done, err := daemon.Serve(serveCtx, addr, flag, handler, log)
-		if err != nil {
-			return err
-		}
-		served = append(served, done)
-		log.Info("serving "+what, "address", bound.String())
-		return nil
+	profiling := ""
+	if o.EnablePprof {
+		profiling = o.ProfilingBindAddress
 	}
-	var serveErr error
-	switch {
-	case o.MetricsBindAddress != "" && o.MetricsBindAddress == o.HealthProbeBindAddress:
-		serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics and probes", health.Handler(reg))
-	default:
-		if o.MetricsBindAddress != "" {
-			serveErr = serve(o.MetricsBindAddress, "metrics-bind-address", "metrics", daemon.MetricsHandler(reg))
-		}
-		if serveErr == nil && o.HealthProbeBindAddress != "" {
-			serveErr = serve(o.HealthProbeBindAddress, "health-probe-bind-address", "probes", health.ProbeHandler())
-		}
-	}
-	if serveErr == nil && o.EnablePprof {
-		serveErr = serve(o.ProfilingBindAddress, "profiling-bind-address", "profiles", daemon.ProfilingHandler())
-	}
+	waitServers, serveErr := serveDaemonEndpoints(serveCtx, log, o.MetricsBindAddress, o.HealthProbeBindAddress, profiling, reg, health)
 	if serveErr != nil {
 		return withExitCode(ExitError, serveErr)
 	}
@@ -873,11 +852,7 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		"unschedulableThreshold", o.UnschedulableThreshold.String(), "interval", o.Interval.String(), "leaderElect", o.LeaderElect)
 	runErr := d.Run(ctx, opts)
 	stopServing()
-	for _, done := range served {
-		if err := <-done; err != nil {
-			log.Error("metrics or probe server failed", "err", err)
-		}
-	}
+	waitServers()
 	if runErr != nil {
 		return withExitCode(ExitError, o.passError(runErr))
 	}

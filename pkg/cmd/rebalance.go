@@ -172,6 +172,10 @@ type RebalanceOptions struct {
 	release     karmadaversion.Info
 	releaseErr  error
 
+	// embed is set when the failback daemon runs a rebalance in its own
+	// process; nil for the command line.
+	embed *embedding
+
 	genericiooptions.IOStreams
 }
 
@@ -246,6 +250,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdCompletion(streams))
 	cmd.AddCommand(NewCmdDeschedule(streams))
+	cmd.AddCommand(NewCmdFailback(streams))
 	cmd.AddCommand(NewCmdGet(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
 	return cmd
@@ -346,11 +351,14 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// Ctrl-C ends the run like the timeout does: what was written is
-	// still reported. A second Ctrl-C ends the process at once.
-	ctx, stop := signalContext(ctx)
-	defer stop()
-	o.quietenClientLogs()
+	if o.embed == nil {
+		// Ctrl-C ends the run like the timeout does: what was written is
+		// still reported. A second Ctrl-C ends the process at once.
+		var stop context.CancelFunc
+		ctx, stop = signalContext(ctx)
+		defer stop()
+		o.quietenClientLogs()
+	}
 	// --timeout bounds the whole run, from the first request on.
 	o.deadline = time.Now().Add(o.Timeout)
 
@@ -429,6 +437,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		// Nothing was written: the error says it all.
 		return withExitCode(ExitError, o.apiError(runErr))
 	}
+	o.embed.report(result.Rows, waveResult)
 	if err := o.print(result, resolved); err != nil {
 		return withExitCode(ExitError, err)
 	}
@@ -481,6 +490,9 @@ func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved,
 	err := result.Visit(func(info *resource.Info, err error) error {
 		if err != nil {
 			return err
+		}
+		if o.embed.skips(info) {
+			return nil
 		}
 		return resolver.Add(resolved, info)
 	})

@@ -21,6 +21,7 @@ import (
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // maxControllerWait bounds how long --server-side waits for the in-cluster
@@ -140,7 +141,7 @@ func (o *RebalanceOptions) recordPlan(resolved *rebalance.Resolved) (*recordPlan
 	}
 	return &recordPlan{
 		desired: &appsv1alpha1.WorkloadRebalancer{
-			ObjectMeta: metav1.ObjectMeta{Name: o.Name},
+			ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: o.embed.recordLabels()},
 			Spec: appsv1alpha1.WorkloadRebalancerSpec{
 				Workloads:               rebalance.DistinctWorkloads(resolved.Targets),
 				TTLSecondsAfterFinished: o.ttl,
@@ -252,6 +253,11 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		}
 	}
 	if rows != nil {
+		var waveResult *waves.Result
+		if engine != nil {
+			waveResult = engine.Last
+		}
+		o.embed.report(rows, waveResult)
 		if err := o.printRecorded(obj, rows); err != nil {
 			return withExitCode(ExitError, err)
 		}

@@ -128,7 +128,7 @@ func (o *RebalanceOptions) waveEngine(resolved *rebalance.Resolved, client karma
 		ProgressDeadline: o.ProgressDeadline,
 		MaxFailures:      o.MaxFailures,
 		Pause:            o.Pause,
-		Progress:         progress.Update,
+		Progress:         o.embed.progressTo(progress.Update),
 	}}
 	if o.Order == orderGiven {
 		rank := make(map[rebalance.Workload]int, len(resolved.Targets))

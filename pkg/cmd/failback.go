@@ -1,0 +1,525 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	"k8s.io/kubectl/pkg/util/templates"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/version"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+)
+
+var (
+	failbackLong = templates.LongDesc(`
+		Bring workloads back to member clusters that recover, without a person:
+		a daemon that watches the Cluster objects of the Karmada control plane.
+
+		After a failover Karmada leaves a recovered cluster empty until someone
+		asks for a fresh reschedule. When a member cluster becomes Ready again
+		and carries no NoSchedule or NoExecute taint, and stays so for
+		--stabilization-window, the daemon selects the workloads that a fresh
+		reschedule would give replicas on that cluster (exactly what
+		'kubectl rebalance TYPE -A --to-cluster CLUSTER' selects, predicted
+		with Karmada's own scheduler code) and rebalances them in waves, as
+		'kubectl rebalance' does with the same --max-in-flight, --wait-ready,
+		--progress-deadline, --max-failures and --pause.
+
+		A cluster that fails during its window starts the window over once it
+		recovers; one that fails during its failback stops the waves that
+		target it (those in flight finish and are recorded). Each recovery is
+		recorded as a WorkloadRebalancer named failback-CLUSTER-RECOVERY,
+		labelled app.kubernetes.io/managed-by=kubectl-rebalance-failback, with
+		spec.ttlSecondsAfterFinished from --ttl. The record is the ledger: a
+		daemon that restarts, or takes over the Lease, continues a failback
+		where it stopped and never triggers a workload twice for one recovery.
+
+		Templates annotated failback.kubectl-rebalance.io/skip=true are left
+		where they are. -n, -A and -l choose the workloads, --kinds their kinds,
+		--clusters the member clusters failed back to. --dry-run logs what each
+		failback would do and writes nothing.
+
+		Like kubectl rebalance deschedule, it elects a leader on a Lease in the
+		Karmada apiserver (kubectl-rebalance-failback in karmada-system; every
+		replica follows the clusters, only the leader acts), serves Prometheus
+		metrics and health probes, logs in text or JSON, and records events on
+		the Cluster (FailbackWindowStarted, FailbackWindowReset,
+		FailbackStarted, FailbackFinished, FailbackStopped) and on each binding
+		it triggers (FailbackTriggered, FailbackFailed), so that kubectl describe
+		shows why a workload moved. SIGINT and SIGTERM stop starting workloads,
+		let those in flight be recorded and release the Lease.`)
+
+	failbackExample = templates.Examples(`
+		# Fail back every Deployment and StatefulSet once a cluster stays healthy for 5 minutes
+		kubectl rebalance failback -A
+
+		# See what failbacks would do, writing nothing
+		kubectl rebalance failback -A --dry-run
+
+		# 10 workloads at a time, each ready within 5m, stopping after 3 failures; keep records a day
+		kubectl rebalance failback -A --max-in-flight 10 --progress-deadline 5m --max-failures 3 --ttl 86400
+
+		# Only labelled workloads of one namespace, only back to member1, with metrics and probes
+		kubectl rebalance failback -n shop -l tier=web --clusters member1 --metrics-bind-address :8080 --health-probe-bind-address :10358`)
+)
+
+// Defaults of the failback command.
+const (
+	defaultStabilizationWindow = 5 * time.Minute
+	defaultFailbackMaxInFlight = 10
+	defaultFailbackTTL         = 86400
+	defaultFailbackLeaseName   = "kubectl-rebalance-failback"
+)
+
+// FailbackOptions holds the flags and the state of `kubectl rebalance failback`.
+type FailbackOptions struct {
+	StabilizationWindow time.Duration
+	Kinds               []string
+	Clusters            []string
+	AllNamespaces       bool
+	LabelSelector       string
+	DryRun              bool
+	TTL                 int32
+	MaxInFlight         int
+	WaitReady           bool
+	ProgressDeadline    time.Duration
+	MaxFailures         int
+	Pause               time.Duration
+	QPS                 float32
+	Burst               int
+
+	LeaderElect            bool
+	LeaderElectNamespace   string
+	LeaderElectName        string
+	LeaderElectIdentity    string
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LogFormat              string
+
+	// Set by Complete.
+	configFlags *genericclioptions.ConfigFlags
+	configArgs  []string
+	namespace   string
+	restConfig  *rest.Config
+	logger      *slog.Logger
+
+	genericiooptions.IOStreams
+}
+
+// NewFailbackOptions returns options with the flags' defaults.
+func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
+	return &FailbackOptions{
+		StabilizationWindow:  defaultStabilizationWindow,
+		Kinds:                []string{"deployments.apps", "statefulsets.apps"},
+		TTL:                  defaultFailbackTTL,
+		MaxInFlight:          defaultFailbackMaxInFlight,
+		WaitReady:            true,
+		ProgressDeadline:     defaultProgressDeadline,
+		QPS:                  defaultDescheduleQPS,
+		Burst:                defaultDescheduleBurst,
+		LeaderElect:          true,
+		LeaderElectNamespace: "karmada-system",
+		LeaderElectName:      defaultFailbackLeaseName,
+		LeaseDuration:        daemon.DefaultLeaseDuration,
+		RenewDeadline:        daemon.DefaultRenewDeadline,
+		RetryPeriod:          daemon.DefaultRetryPeriod,
+		LogFormat:            "text",
+		IOStreams:            streams,
+	}
+}
+
+// NewCmdFailback builds the `failback` subcommand.
+func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewFailbackOptions(streams)
+	cmd := &cobra.Command{
+		Use:                   "failback [-n NAMESPACE | -A] [-l SELECTOR] [--stabilization-window DURATION] [--max-in-flight N]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Bring workloads back to member clusters that recover, as a daemon",
+		Long:                  failbackLong,
+		Example:               failbackExample,
+		ValidArgsFunction:     cobra.NoFileCompletions,
+		SilenceUsage:          true,
+		SilenceErrors:         true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			if err := o.Validate(); err != nil {
+				return withExitCode(ExitError, err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
+	})
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// AddFlags registers the command's own flags.
+func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
+	flags := cmd.Flags()
+	flags.DurationVar(&o.StabilizationWindow, "stabilization-window", o.StabilizationWindow, "How long a recovered cluster must stay Ready and free of NoSchedule/NoExecute taints before its workloads fail back; a failure during the window starts it over.")
+	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, statefulsets.apps, a custom resource's plural.group).")
+	flags.StringSliceVar(&o.Clusters, "clusters", o.Clusters, "Fail back only to these member clusters; every cluster when empty.")
+	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Fail back workloads in all namespaces.")
+	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only workloads whose labels match this selector (e.g. -l app=web,tier!=db).")
+	flags.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Log what each failback would do (the workloads a fresh reschedule gives replicas on the recovered cluster); write nothing and record no events.")
+	flags.Int32Var(&o.TTL, "ttl", o.TTL, "spec.ttlSecondsAfterFinished of each failback's WorkloadRebalancer: deleted this many seconds after it finished (by the daemon, or Karmada's controller); 0 deletes it at once.")
+	flags.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "At most this many workloads of a failback between \"trigger written\" and \"done\" at a time (as kubectl rebalance --max-in-flight).")
+	flags.BoolVar(&o.WaitReady, "wait-ready", o.WaitReady, "A workload is done once rescheduled and the replicas of its new placement are ready; with false, rescheduled is done.")
+	flags.DurationVar(&o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "How long each workload may take from its start to done before it counts as failed; 0 means no limit.")
+	flags.IntVar(&o.MaxFailures, "max-failures", o.MaxFailures, "Stop starting workloads of a failback once this many failed; those in flight finish, the rest stay pending in its record. 0 means no limit.")
+	flags.DurationVar(&o.Pause, "pause", o.Pause, "Keep a slot free this long after its workload finished before the next one takes it.")
+	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the Karmada apiserver.")
+	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Requests sent at once before --kube-api-qps applies.")
+
+	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Act only while holding the Lease in the Karmada apiserver, so that several replicas run with one active.")
+	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
+	flags.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName, "Name of the leader election Lease.")
+	flags.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
+		"This process's name in the Lease, after "+daemon.IdentityPrefix+"; the host name and a random suffix when empty.")
+	flags.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
+	flags.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it stops acting.")
+	flags.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	flags.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `Serve Prometheus /metrics on this address (e.g. :8080); off when empty or "0".`)
+	flags.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		`Serve /healthz and /readyz on this address (e.g. :10358); off when empty or "0". The same address as --metrics-bind-address serves all three.`)
+	flags.StringVar(&o.LogFormat, "logging-format", o.LogFormat, `Format of the logs on stderr: "text" or "json". Set the level with -v.`)
+	_ = cmd.RegisterFlagCompletionFunc("logging-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Complete fills the options from the flags and the kubeconfig.
+func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return cmdutil.UsageErrorf(cmd, "failback takes no arguments, got %q; choose workloads with -n, -A, -l and --kinds", args)
+	}
+	o.configFlags = inheritConfigFlags(cmd.Flags())
+	if f := cmd.Flags().Lookup("karmada-context"); f != nil && f.Changed {
+		if c := cmd.Flags().Lookup("context"); c != nil && c.Changed && c.Value.String() != f.Value.String() {
+			return fmt.Errorf("--karmada-context %q and --context %q disagree; give only one of them", f.Value.String(), c.Value.String())
+		}
+		*o.configFlags.Context = f.Value.String()
+	}
+	o.configArgs = forwardedConfigArgs(o.configFlags)
+	for _, addr := range []*string{&o.MetricsBindAddress, &o.HealthProbeBindAddress} {
+		if *addr == "0" {
+			*addr = ""
+		}
+	}
+	var err error
+	o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("cannot read the namespace from the kubeconfig, fix it or pass --kubeconfig: %w", err)
+	}
+	if o.AllNamespaces {
+		o.namespace = ""
+	}
+	o.restConfig, err = o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("cannot build a client for the Karmada apiserver from the kubeconfig, check --kubeconfig and --karmada-context: %w", err)
+	}
+	o.restConfig = rest.CopyConfig(o.restConfig)
+	o.restConfig.QPS, o.restConfig.Burst = o.QPS, o.Burst
+	o.restConfig.UserAgent = failback.EventComponent + "/" + version.Get().Version
+	if o.restConfig.Timeout == 0 {
+		o.restConfig.Timeout = defaultDescheduleRequestTimeout
+	}
+	o.logger, err = newLogger(o.ErrOut, o.LogFormat)
+	return err
+}
+
+// forwardedConfigArgs turns the kubeconfig flags set on the command line
+// into arguments for the embedded kubectl rebalance runs.
+func forwardedConfigArgs(cf *genericclioptions.ConfigFlags) []string {
+	own := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
+	cf.AddFlags(own)
+	var args []string
+	own.VisitAll(func(f *pflag.Flag) {
+		if f.Value.String() == f.DefValue {
+			return
+		}
+		if slice, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range slice.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return args
+}
+
+// Validate checks that the flags make sense together.
+func (o *FailbackOptions) Validate() error {
+	switch {
+	case o.StabilizationWindow < 0:
+		return fmt.Errorf("--stabilization-window cannot be negative, got %s: it is how long a recovered cluster must stay healthy before its failback (e.g. 5m)", o.StabilizationWindow)
+	case o.MaxInFlight < 1:
+		return fmt.Errorf("--max-in-flight must be at least 1, got %d: a failback goes in waves", o.MaxInFlight)
+	case o.MaxFailures < 0:
+		return fmt.Errorf("--max-failures must be 0 (no limit) or more, got %d", o.MaxFailures)
+	case o.ProgressDeadline < 0 || o.Pause < 0:
+		return errors.New("--progress-deadline and --pause cannot be negative")
+	case o.TTL < 0:
+		return fmt.Errorf("invalid --ttl %d: a ttl cannot be negative; 0 deletes each record as soon as it finished", o.TTL)
+	case len(o.Kinds) == 0:
+		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps,statefulsets.apps")
+	case o.QPS <= 0 || o.Burst <= 0:
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	case o.LeaderElect && (o.LeaderElectNamespace == "" || o.LeaderElectName == ""):
+		return errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty")
+	case o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0):
+		return fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	for _, k := range o.Kinds {
+		if strings.TrimSpace(k) == "" || strings.Contains(k, "/") {
+			return fmt.Errorf("invalid --kinds entry %q: name a resource type as kubectl does, e.g. deployments.apps", k)
+		}
+	}
+	return nil
+}
+
+// Run is the daemon: it follows the clusters until a signal arrives.
+func (o *FailbackOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	klog.SetSlogLogger(o.logger)
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
+	log := o.logger.With("component", failback.EventComponent)
+
+	host, err := os.Hostname()
+	if err != nil {
+		return withExitCode(ExitError, fmt.Errorf("cannot read the host name: %w", err))
+	}
+	kube, err := kubernetes.NewForConfig(o.restConfig)
+	if err != nil {
+		return withExitCode(ExitError, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err))
+	}
+	karmada, err := karmadaclient.NewForConfig(o.restConfig)
+	if err != nil {
+		return withExitCode(ExitError, fmt.Errorf("cannot build a Karmada client: %w", err))
+	}
+	events := daemon.NewEventRecorder(kube, failback.EventComponent, host)
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
+		defer cancel()
+		if err := events.Flush(flushCtx); err != nil {
+			log.Warn("some events may not have been recorded", "err", err)
+		}
+		events.Shutdown()
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := failback.NewMetrics(reg)
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+	health := daemon.NewHealth(o.LeaderElect)
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
+	waitServers, err := serveDaemonEndpoints(serveCtx, log, o.MetricsBindAddress, o.HealthProbeBindAddress, "", reg, health)
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+
+	ttl := o.TTL
+	controller := failback.New(karmada, &failbackRunner{o: o, log: log}, failback.Options{
+		Window:   o.StabilizationWindow,
+		TTL:      &ttl,
+		DryRun:   o.DryRun,
+		Clusters: o.Clusters,
+		Metrics:  metrics,
+		Events:   events,
+		Logger:   log,
+	})
+	var le *daemon.LeaderElection
+	if o.LeaderElect {
+		// The Lease gets a client of its own: a failback writing many
+		// triggers must not make the renewals wait for the rate limiter.
+		leaseConfig := rest.CopyConfig(o.restConfig)
+		leaseConfig.UserAgent += " leader-election"
+		leases, err := kubernetes.NewForConfig(leaseConfig)
+		if err != nil {
+			return withExitCode(ExitError, fmt.Errorf("cannot build a client for the leader election Lease: %w", err))
+		}
+		identity := o.LeaderElectIdentity
+		if identity == "" {
+			identity = host + "_" + string(uuid.NewUUID())
+		}
+		le = &daemon.LeaderElection{
+			Client: leases, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: daemon.HolderIdentity(identity),
+			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		}
+	}
+	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
+		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
+		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "ttl", o.TTL, "dryRun", o.DryRun, "leaderElect", o.LeaderElect)
+	runErr := controller.Run(ctx, le, health)
+	stopServing()
+	waitServers()
+	if runErr != nil {
+		return withExitCode(ExitError, fmt.Errorf("%w (Karmada apiserver %s)", runErr, o.restConfig.Host))
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// failbackRunner runs a failback as kubectl rebalance would run it: the
+// same command, flags and code path, inside this process.
+type failbackRunner struct {
+	o   *FailbackOptions
+	log *slog.Logger
+}
+
+// args are the kubectl rebalance arguments of a failback.
+func (r *failbackRunner) args(req failback.Request) []string {
+	o := r.o
+	var args []string
+	if req.Resume {
+		// The record lists the workloads; those it already holds a
+		// result for are not triggered again.
+		args = append(args, "workloadrebalancer/"+req.Name)
+	} else {
+		args = append(args, strings.Join(o.Kinds, ","), "--to-cluster", req.Cluster)
+		if o.AllNamespaces {
+			args = append(args, "--all-namespaces")
+		} else if o.namespace != "" {
+			args = append(args, "--namespace", o.namespace)
+		}
+		if o.LabelSelector != "" {
+			args = append(args, "--selector", o.LabelSelector)
+		}
+	}
+	if o.DryRun {
+		return append(append(args, "--dry-run=client", "--output=wide"), o.configArgs...)
+	}
+	if !req.Resume {
+		args = append(args, "--name", req.Name)
+	}
+	args = append(args,
+		"--ttl", strconv.Itoa(int(o.TTL)), "--wait-ttl=false",
+		"--max-in-flight", strconv.Itoa(o.MaxInFlight),
+		"--wait-ready="+strconv.FormatBool(o.WaitReady),
+		"--progress-deadline", o.ProgressDeadline.String(),
+		"--max-failures", strconv.Itoa(o.MaxFailures),
+		"--pause", o.Pause.String(),
+		"--qps", strconv.FormatFloat(float64(o.QPS), 'g', -1, 32), "--burst", strconv.Itoa(o.Burst),
+		"--quiet", "--output=wide",
+	)
+	return append(args, o.configArgs...)
+}
+
+// Failback implements failback.Runner.
+func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*failback.Report, error) {
+	log := r.log.With("cluster", req.Cluster, "record", req.Name)
+	out := &logLines{log: log, msg: "rebalance"}
+	report := &failback.Report{DryRun: r.o.DryRun}
+	var mu sync.Mutex
+	e := &embedding{
+		skip:     func(annotations map[string]string) bool { return annotations[failback.SkipAnnotation] == "true" },
+		labels:   failback.RecordLabels(req.Cluster, req.Key),
+		progress: req.Progress,
+		rows: func(rows []rebalance.Row, res *waves.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			report.Rows = rows
+			if res != nil && res.Stop != waves.StopNone {
+				report.Stopped = res.StopMessage
+			}
+		},
+	}
+	cmd := newEmbeddedRebalance(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}, e)
+	args := r.args(req)
+	cmd.SetArgs(args)
+	log.Debug("running kubectl rebalance", "args", args)
+	err := cmd.ExecuteContext(ctx)
+	out.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	var coded *exitError
+	if errors.As(err, &coded) && coded.code != ExitError {
+		// Failed or pending workloads: the rows say which.
+		err = nil
+	}
+	if err != nil && ctx.Err() != nil && report.Rows != nil {
+		err = nil
+	}
+	return report, err
+}
+
+// logLines turns the output of an embedded run into log lines.
+type logLines struct {
+	mu  sync.Mutex
+	log *slog.Logger
+	msg string
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for {
+		line, err := l.buf.ReadString('\n')
+		if err != nil {
+			l.buf.WriteString(line)
+			break
+		}
+		l.emit(line)
+	}
+	return len(p), nil
+}
+
+// Flush logs a last line without a newline.
+func (l *logLines) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.buf.Len() > 0 {
+		l.emit(l.buf.String())
+		l.buf.Reset()
+	}
+}
+
+func (l *logLines) emit(line string) {
+	line = strings.TrimRight(line, "\r\n")
+	// Terminal progress redraws start with a carriage return.
+	if i := strings.LastIndex(line, "\r"); i >= 0 {
+		line = line[i+1:]
+	}
+	if strings.TrimSpace(line) != "" {
+		l.log.Info(l.msg, "line", line)
+	}
+}

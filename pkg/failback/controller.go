@@ -1,0 +1,620 @@
+package failback
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	karmadainformers "github.com/karmada-io/karmada/pkg/generated/informers/externalversions"
+	clusterlisters "github.com/karmada-io/karmada/pkg/generated/listers/cluster/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+)
+
+// EventComponent is the source of the failback daemon's events.
+const EventComponent = "kubectl-rebalance-failback"
+
+// Event reasons, on the Cluster and on each binding a failback triggers.
+const (
+	ReasonWindowStarted = "FailbackWindowStarted"
+	ReasonWindowReset   = "FailbackWindowReset"
+	ReasonStarted       = "FailbackStarted"
+	ReasonFinished      = "FailbackFinished"
+	ReasonStopped       = "FailbackStopped"
+	ReasonTriggered     = "FailbackTriggered"
+	ReasonFailed        = "FailbackFailed"
+)
+
+// sweepInterval paces the deletion of records past their TTL.
+const sweepInterval = time.Minute
+
+// Request asks a Runner for the failback of one recovery.
+type Request struct {
+	// Cluster recovered; Key identifies the recovery.
+	Cluster, Key string
+	// Name is the WorkloadRebalancer recording it: created by a new
+	// failback, continued when it exists (nothing is triggered twice).
+	Name string
+	// Resume is set when the record exists.
+	Resume bool
+	// Progress, when not nil, is told how the waves go.
+	Progress func(waves.Status)
+}
+
+// Report is what a failback did.
+type Report struct {
+	// Rows are the workloads it handled, as kubectl rebalance reports them.
+	Rows []rebalance.Row
+	// DryRun: nothing was written; Rows say what would be.
+	DryRun bool
+	// Stopped says why the waves stopped before every workload started
+	// (failure budget, interruption); empty when they all started.
+	Stopped string
+}
+
+// Runner fails back the workloads of one recovery: it selects the
+// workloads a fresh reschedule would give replicas on the cluster and
+// rebalances them in waves, recorded under the request's name. It returns
+// when done or when ctx ends (the cluster failed again, the Lease was lost,
+// the daemon stops), having stopped starting workloads.
+type Runner interface {
+	Failback(ctx context.Context, req Request) (*Report, error)
+}
+
+// EventWriter records an event about an object.
+type EventWriter interface {
+	WriteEvent(ctx context.Context, object runtime.Object, eventType, reason, message string) error
+}
+
+// Options configure a Controller.
+type Options struct {
+	// Window is the stabilization window: how long a recovered cluster
+	// must stay Ready and untainted before its failback.
+	Window time.Duration
+	// TTL is the failback records' ttlSecondsAfterFinished (nil: kept).
+	TTL *int32
+	// DryRun: failbacks only log what they would do.
+	DryRun bool
+	// Clusters, when not empty, limits failbacks to these clusters.
+	Clusters []string
+	Metrics  *Metrics
+	Events   EventWriter
+	Logger   *slog.Logger
+	// ResyncPeriod re-reads every Cluster this often (0: never).
+	ResyncPeriod time.Duration
+}
+
+// Controller watches the member clusters and fails back to the ones that
+// recover, while it leads.
+type Controller struct {
+	client karmadaclient.Interface
+	runner Runner
+	ledger Ledger
+	opts   Options
+	log    *slog.Logger
+	queue  workqueue.TypedDelayingInterface[string]
+	lister clusterlisters.ClusterLister
+
+	mu      sync.Mutex
+	states  map[string]State
+	runs    map[string]*activeRun
+	leading context.Context // nil while not leading
+	wg      sync.WaitGroup
+}
+
+type activeRun struct {
+	key    string
+	cancel context.CancelFunc
+	done   chan struct{}
+	// aborted says why the run was cancelled, for the report.
+	aborted string
+}
+
+// New returns a Controller reading clusters through client and failing
+// back through runner.
+func New(client karmadaclient.Interface, runner Runner, opts Options) *Controller {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Events == nil {
+		opts.Events = discardEvents{}
+	}
+	return &Controller{
+		client: client,
+		runner: runner,
+		ledger: Ledger{Client: client.AppsV1alpha1().WorkloadRebalancers()},
+		opts:   opts,
+		log:    log,
+		states: map[string]State{},
+		runs:   map[string]*activeRun{},
+	}
+}
+
+type discardEvents struct{}
+
+func (discardEvents) WriteEvent(context.Context, runtime.Object, string, string, string) error {
+	return nil
+}
+
+// Run watches the clusters until ctx ends. Without leader election (le nil)
+// it acts at once; with it, every replica follows the clusters (so that a
+// new leader knows which windows are open) and only the leader fails back.
+// When ctx ends, running failbacks stop starting workloads and Run returns
+// once they have returned, before the Lease is released.
+func (c *Controller) Run(ctx context.Context, le *daemon.LeaderElection, health *daemon.Health) error {
+	c.queue = workqueue.NewTypedDelayingQueue[string]()
+	defer c.queue.ShutDown()
+	factory := karmadainformers.NewSharedInformerFactory(c.client, c.opts.ResyncPeriod)
+	informer := factory.Cluster().V1alpha1().Clusters()
+	c.lister = informer.Lister()
+	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueue(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: func(obj any) { c.enqueue(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	// One cheap request first, so that a wrong kubeconfig or missing RBAC
+	// stops the daemon at start instead of an informer retrying for ever.
+	if _, err := c.client.ClusterV1alpha1().Clusters().List(ctx, listOne); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("cannot list clusters.cluster.karmada.io, check the Karmada kubeconfig and the RBAC of the failback daemon (list and watch clusters): %w", err)
+	}
+	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInformers()
+	factory.Start(informerCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+		return nil // ctx ended
+	}
+	health.SetReady(true)
+	defer health.SetReady(false)
+
+	go c.process()
+
+	if le == nil {
+		c.opts.Metrics.SetLeader(true)
+		c.lead(ctx)
+		c.opts.Metrics.SetLeader(false)
+		return nil
+	}
+	return daemon.Lead(ctx, le, health, c.log, c.opts.Metrics.SetLeader, c.lead)
+}
+
+// enqueue queues the name of a Cluster (or of a deleted one).
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err == nil {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) process() {
+	for {
+		name, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		c.sync(name)
+		c.queue.Done(name)
+	}
+}
+
+// sync steps a cluster's state machine and acts on its transition.
+func (c *Controller) sync(name string) {
+	cluster, err := c.lister.Get(name)
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if apierrors.IsNotFound(err) {
+		delete(c.states, name)
+		if run := c.runs[name]; run != nil && run.aborted == "" {
+			run.aborted = "the cluster was deleted"
+			run.cancel()
+		}
+		c.countStabilizing()
+		return
+	}
+	if err != nil {
+		return
+	}
+	h := Observe(cluster)
+	before := c.states[name]
+	after, transition := Step(before, h, now, c.opts.Window)
+	c.states[name] = after
+	c.countStabilizing()
+	log := c.log.With("cluster", name)
+	leading := c.leading != nil
+
+	if transition == Fire && before.Phase != PhaseStabilizing || transition == Recovering {
+		log.Info("cluster recovered: ready and untainted", "window", c.opts.Window.String(), "recovery", h.Key)
+		if leading {
+			c.opts.Metrics.recovery(name)
+			c.event(cluster, corev1.EventTypeNormal, ReasonWindowStarted, fmt.Sprintf(
+				"Cluster %s is Ready and untainted again; its workloads fail back once it stays so for %s (stabilization window)", name, c.opts.Window))
+		}
+	}
+	switch transition {
+	case Recovering:
+		if end, ok := WindowEnds(after, c.opts.Window); ok {
+			c.queue.AddAfter(name, time.Until(end))
+		}
+	case Flapped:
+		log.Info("cluster flapped during its stabilization window: the window starts over", "reason", h.Reason)
+		if leading {
+			c.opts.Metrics.reset(name)
+			c.event(cluster, corev1.EventTypeWarning, ReasonWindowReset, fmt.Sprintf(
+				"Cluster %s failed again during its stabilization window (%s); no failback until it stays Ready and untainted for %s", name, reasonOr(h.Reason, "it changed"), c.opts.Window))
+		}
+		if end, ok := WindowEnds(after, c.opts.Window); ok {
+			c.queue.AddAfter(name, time.Until(end))
+		}
+	case Failed:
+		log.Info("cluster failed", "reason", h.Reason)
+	case Aborted:
+		log.Warn("cluster failed during its failback: stopping the waves that target it", "reason", h.Reason)
+		if run := c.runs[name]; run != nil && run.aborted == "" {
+			run.aborted = "cluster " + name + " failed again (" + h.Reason + ")"
+			run.cancel()
+		}
+	case Fire:
+		if !c.allowed(name) {
+			log.Info("stabilization window over; not failing back to this cluster (not in --clusters)")
+			c.states[name] = Finished(after, now)
+			return
+		}
+		if !leading {
+			log.Info("stabilization window over; the leader fails back", "recovery", after.Key)
+			return
+		}
+		c.start(cluster, after.Key, false)
+	}
+}
+
+func reasonOr(reason, fallback string) string {
+	if reason == "" {
+		return fallback
+	}
+	return reason
+}
+
+func (c *Controller) allowed(name string) bool {
+	if len(c.opts.Clusters) == 0 {
+		return true
+	}
+	for _, n := range c.opts.Clusters {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) countStabilizing() {
+	n := 0
+	for _, s := range c.states {
+		if s.Phase == PhaseStabilizing {
+			n++
+		}
+	}
+	c.opts.Metrics.setStabilizing(n)
+}
+
+// lead acts on recoveries until ctx ends: it picks up what a previous
+// leader left (records with pending workloads, windows over), deletes
+// records past their TTL, and fails back as windows end.
+func (c *Controller) lead(ctx context.Context) {
+	c.mu.Lock()
+	c.leading = ctx
+	c.mu.Unlock()
+	c.log.Info("acting on recoveries", "window", c.opts.Window.String(), "dryRun", c.opts.DryRun)
+	c.takeOver(ctx)
+
+	ticker := time.NewTicker(sweepInterval)
+	defer ticker.Stop()
+	for {
+		if !c.opts.DryRun {
+			if deleted, err := c.ledger.Sweep(ctx); err != nil && ctx.Err() == nil {
+				c.log.Warn("cannot delete failback records past their ttl", "err", err)
+			} else if len(deleted) > 0 {
+				c.log.Info("deleted failback records past their ttl", "records", deleted)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.leading = nil
+			for _, run := range c.runs {
+				if run.aborted == "" {
+					run.aborted = "this daemon stopped leading"
+				}
+				run.cancel()
+			}
+			c.mu.Unlock()
+			// The runs stop starting workloads; wait for those in flight
+			// to be recorded before the Lease goes.
+			c.wg.Wait()
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// takeOver resumes the failbacks a previous leader (or this process before
+// a restart) left: records with pending workloads of a recovery that is
+// still the cluster's current one, and clusters whose window ended while
+// this replica stood by.
+func (c *Controller) takeOver(ctx context.Context) {
+	entries, err := c.ledger.List(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("cannot read the failback records; failbacks stopped by a restart are not resumed", "err", err)
+		}
+		entries = nil
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	recorded := map[string]bool{}
+	for _, e := range entries {
+		recorded[e.Name] = true
+		if !e.Unfinished || e.Cluster == "" {
+			continue
+		}
+		cluster, err := c.lister.Get(e.Cluster)
+		if err != nil {
+			continue
+		}
+		h := Observe(cluster)
+		if !h.Healthy || h.Key != e.Key {
+			c.log.Info("leaving an unfinished failback record alone: its recovery is over (the cluster failed again since)", "record", e.Name, "cluster", e.Cluster)
+			continue
+		}
+		if c.runs[e.Cluster] != nil {
+			continue
+		}
+		c.log.Info("resuming an unfinished failback", "record", e.Name, "cluster", e.Cluster)
+		c.states[e.Cluster] = State{Phase: PhaseFailingBack, Since: now, Key: e.Key}
+		c.start(cluster, e.Key, true)
+	}
+	for name, s := range c.states {
+		if s.Phase != PhaseFailingBack || c.runs[name] != nil {
+			continue
+		}
+		if recorded[RecordName(name, s.Key)] {
+			// The previous leader ran it to the end.
+			c.states[name] = Finished(s, now)
+			continue
+		}
+		cluster, err := c.lister.Get(name)
+		if err != nil {
+			continue
+		}
+		if c.opts.TTL != nil && now.Sub(s.Since) >= time.Duration(*c.opts.TTL)*time.Second {
+			// No record, but one may have come and gone with its TTL.
+			c.states[name] = Finished(s, now)
+			continue
+		}
+		c.start(cluster, s.Key, false)
+	}
+	// Windows that ended while standing by fire now.
+	for name, s := range c.states {
+		if s.Phase == PhaseStabilizing {
+			c.queue.Add(name)
+		}
+	}
+}
+
+// start runs the failback of cluster's recovery key in the background.
+// c.mu is held.
+func (c *Controller) start(cluster *clusterv1alpha1.Cluster, key string, resume bool) {
+	name := cluster.Name
+	if c.runs[name] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.leading)
+	run := &activeRun{key: key, cancel: cancel, done: make(chan struct{})}
+	c.runs[name] = run
+	req := Request{
+		Cluster: name, Key: key, Name: RecordName(name, key), Resume: resume,
+		Progress: func(s waves.Status) { c.opts.Metrics.setInFlight(name, s.InFlight) },
+	}
+	log := c.log.With("cluster", name, "record", req.Name)
+	verb := "failing back"
+	if c.opts.DryRun {
+		verb = "dry run: would fail back"
+	}
+	log.Info(verb, "recovery", key, "resume", resume)
+	if !c.opts.DryRun {
+		c.event(cluster, corev1.EventTypeNormal, ReasonStarted, fmt.Sprintf(
+			"Cluster %s stayed Ready and untainted for %s: rebalancing the workloads a fresh reschedule gives replicas on it, recorded as workloadrebalancer %s", name, c.opts.Window, req.Name))
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(run.done)
+		if !resume && !c.opts.DryRun {
+			if exists, err := c.ledger.Exists(ctx, req.Name); err == nil && exists {
+				req.Resume = true
+			}
+		}
+		report, err := c.runner.Failback(ctx, req)
+		c.finish(cluster, run, req, report, err)
+	}()
+}
+
+// finish reports a failback and closes its state.
+func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, req Request, report *Report, err error) {
+	c.mu.Lock()
+	aborted := run.aborted
+	delete(c.runs, req.Cluster)
+	if s := c.states[req.Cluster]; s.Phase == PhaseFailingBack && s.Key == req.Key && aborted == "" {
+		c.states[req.Cluster] = Finished(s, time.Now())
+	}
+	c.mu.Unlock()
+
+	log := c.log.With("cluster", req.Cluster, "record", req.Name)
+	if report == nil {
+		report = &Report{}
+	}
+	done, failed, pending := 0, 0, 0
+	// Events go out with the daemon's own context: a stopping daemon
+	// still says what it did.
+	ctx := context.Background()
+	for _, row := range report.Rows {
+		f, p := rebalance.CountRows([]rebalance.Row{row})
+		switch {
+		case f > 0:
+			failed++
+		case p > 0:
+			pending++
+		case row.Result != "":
+			done++
+		}
+		if report.DryRun {
+			log.Info("dry run: would rebalance", "workload", workloadText(row.Workload), "binding", row.Binding)
+			continue
+		}
+		ref := bindingReference(row)
+		switch {
+		case f > 0:
+			c.opts.Events.WriteEvent(ctx, ref, corev1.EventTypeWarning, ReasonFailed, fmt.Sprintf(
+				"Failback to recovered cluster %s (workloadrebalancer %s) failed for this workload: %s", req.Cluster, req.Name, rowProblem(row)))
+		case row.TriggeredAt != nil:
+			c.opts.Events.WriteEvent(ctx, ref, corev1.EventTypeNormal, ReasonTriggered, fmt.Sprintf(
+				"Rescheduled afresh by kubectl-rebalance failback because cluster %s recovered (workloadrebalancer %s); placement %s -> %s",
+				req.Cluster, req.Name, placementText(row.Before), placementText(row.After)))
+		}
+	}
+
+	result := ResultSucceeded
+	switch {
+	case err != nil && aborted != "":
+		result = ResultStopped
+	case err != nil:
+		result = ResultError
+	case report.DryRun:
+		result = ResultDryRun
+	case aborted != "" || pending > 0:
+		result = ResultStopped
+	case failed > 0:
+		result = ResultFailed
+	case len(report.Rows) == 0:
+		result = ResultNothing
+	}
+	if !report.DryRun {
+		c.opts.Metrics.failback(req.Cluster, result, done, failed)
+	}
+	attrs := []any{"result", result, "workloads", len(report.Rows), "done", done, "failed", failed, "pending", pending}
+	if report.Stopped != "" {
+		attrs = append(attrs, "stopped", report.Stopped)
+	}
+	if aborted != "" {
+		attrs = append(attrs, "aborted", aborted)
+	}
+	var message string
+	switch result {
+	case ResultError:
+		log.Error("failback failed", append(attrs, "err", err)...)
+		message = fmt.Sprintf("Failback to cluster %s stopped on an error: %v", req.Cluster, err)
+	case ResultStopped:
+		log.Warn("failback stopped", attrs...)
+		why := aborted
+		if why == "" {
+			why = reasonOr(report.Stopped, "interrupted")
+		}
+		message = fmt.Sprintf("Failback to cluster %s stopped: %s; %d workload(s) done, %d failed, %d pending in workloadrebalancer %s", req.Cluster, why, done, failed, pending, req.Name)
+	case ResultFailed:
+		log.Warn("failback finished with failures", attrs...)
+		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) done, %d failed", req.Cluster, done, failed)
+		if report.Stopped != "" {
+			message += "; " + report.Stopped
+		}
+		message += "; see workloadrebalancer " + req.Name
+	case ResultDryRun:
+		log.Info("dry run over", attrs...)
+		return
+	default:
+		log.Info("failback finished", attrs...)
+		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) rebalanced, recorded as workloadrebalancer %s", req.Cluster, done, req.Name)
+		if result == ResultNothing {
+			message = fmt.Sprintf("Failback to cluster %s: no workload would gain replicas there from a fresh reschedule; nothing moved", req.Cluster)
+		}
+	}
+	eventType := corev1.EventTypeNormal
+	reason := ReasonFinished
+	if result != ResultSucceeded && result != ResultNothing {
+		eventType, reason = corev1.EventTypeWarning, ReasonStopped
+		if result == ResultFailed {
+			reason = ReasonFinished
+		}
+	}
+	c.event(cluster, eventType, reason, message)
+}
+
+// event records an event on a Cluster; failing to is logged, not fatal.
+func (c *Controller) event(cluster *clusterv1alpha1.Cluster, eventType, reason, message string) {
+	if err := c.opts.Events.WriteEvent(context.Background(), cluster, eventType, reason, message); err != nil {
+		c.log.Warn("event not recorded", "cluster", cluster.Name, "reason", reason, "err", err)
+	}
+}
+
+func bindingReference(row rebalance.Row) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{APIVersion: workv1alpha2.SchemeGroupVersion.String(), Kind: workv1alpha2.ResourceKindResourceBinding,
+		Namespace: row.Workload.Namespace, Name: row.Binding}
+	if row.Workload.Namespace == "" {
+		ref.Kind = workv1alpha2.ResourceKindClusterResourceBinding
+	}
+	if ref.Name == "" {
+		ref.Name = rebalance.BindingNameFor(row.Workload)
+	}
+	return ref
+}
+
+func workloadText(w rebalance.Workload) string {
+	if w.Namespace == "" {
+		return w.Kind + "/" + w.Name
+	}
+	return w.Kind + "/" + w.Namespace + "/" + w.Name
+}
+
+func rowProblem(row rebalance.Row) string {
+	parts := []string{}
+	for _, s := range []string{string(row.Reason), row.ClientReason, string(row.Observation.Outcome), row.Observation.Reason, row.Message} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return "failed"
+	}
+	return strings.Join(parts, ": ")
+}
+
+func placementText(p []workv1alpha2.TargetCluster) string {
+	parts := make([]string, 0, len(p))
+	for _, t := range p {
+		parts = append(parts, fmt.Sprintf("%s:%d", t.Name, t.Replicas))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// listOne is the cheapest list: one item, to check access.
+var listOne = metav1.ListOptions{Limit: 1}

@@ -1,0 +1,22 @@
+// Package failback brings workloads back to a member cluster that has
+// recovered, without a person: it owns the decision of when a recovery is
+// real and when to act on it, and the bookkeeping that makes every recovery
+// act once.
+//
+// The pieces:
+//   - Observe reads a Cluster object into a Health (Ready and free of
+//     NoSchedule and NoExecute taints, or why not);
+//   - Step is the pure recovery state machine: from a cluster's State and a
+//     new Health at a time, the next State and what happened (a recovery
+//     seen, a window reset by a flap, the window over so that a failback
+//     fires, a failback aborted because the cluster failed again);
+//   - RecordName names the WorkloadRebalancer that records one recovery's
+//     failback, the ledger that lets a restarted or newly elected daemon
+//     resume it instead of starting it again;
+//   - Controller feeds Step from a Cluster informer, runs failbacks through
+//     a Runner while it leads, and reports them as metrics and events.
+//
+// What a failback does (select the workloads a fresh reschedule would give
+// replicas on the cluster, and rebalance them in waves) is the Runner's
+// job; the command wires it to kubectl rebalance's own code.
+package failback

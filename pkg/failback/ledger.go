@@ -1,0 +1,124 @@
+package failback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	typedapps "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
+)
+
+// Labels of the WorkloadRebalancers that record failbacks: they find the
+// ledger again after a restart, and let `kubectl rebalance get -l` list it.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy on failback records.
+	ManagedBy     = "kubectl-rebalance-failback"
+	LabelCluster  = "failback.kubectl-rebalance.io/cluster"
+	LabelRecovery = "failback.kubectl-rebalance.io/recovery"
+)
+
+// RecordLabels are the labels of the record of cluster's recovery key.
+func RecordLabels(cluster, key string) map[string]string {
+	l := map[string]string{LabelManagedBy: ManagedBy, LabelRecovery: key}
+	if len(validation.IsValidLabelValue(cluster)) == 0 {
+		l[LabelCluster] = cluster
+	}
+	return l
+}
+
+// Entry is one failback record in the ledger.
+type Entry struct {
+	Name, Cluster, Key string
+	// Unfinished: some workload is still pending (the run was stopped by
+	// a restart, a lost Lease or the cluster failing again).
+	Unfinished bool
+}
+
+// Ledger reads and tidies the failback records: the WorkloadRebalancers
+// whose status says which workloads of a recovery were triggered.
+type Ledger struct {
+	Client typedapps.WorkloadRebalancerInterface
+}
+
+// selector selects every failback record.
+func selector() string {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy}).String()
+}
+
+// List returns the failback records, by name.
+func (l Ledger) List(ctx context.Context) ([]Entry, error) {
+	list, err := l.Client.List(ctx, metav1.ListOptions{LabelSelector: selector()})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the failback records (workloadrebalancers labelled %s), check the RBAC of the failback daemon (list workloadrebalancers): %w", selector(), err)
+	}
+	entries := make([]Entry, 0, len(list.Items))
+	for i := range list.Items {
+		rb := &list.Items[i]
+		entries = append(entries, Entry{
+			Name:       rb.Name,
+			Cluster:    rb.Labels[LabelCluster],
+			Key:        rb.Labels[LabelRecovery],
+			Unfinished: unfinished(rb),
+		})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	return entries, nil
+}
+
+func unfinished(rb *appsv1alpha1.WorkloadRebalancer) bool {
+	return rb.Status.ObservedGeneration < rb.Generation || record.HasPending(rb.Status)
+}
+
+// Exists reports whether the record name exists.
+func (l Ledger) Exists(ctx context.Context, name string) (bool, error) {
+	_, err := l.Client.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("cannot read workloadrebalancer %s, the failback record, check the RBAC of the failback daemon (get workloadrebalancers): %w", name, err)
+	}
+	return true, nil
+}
+
+// Sweep deletes the failback records whose TTL is over, as Karmada's
+// controller would (the daemon does it too, so that its records go even
+// where that controller does not run). It returns the names deleted.
+func (l Ledger) Sweep(ctx context.Context) ([]string, error) {
+	list, err := l.Client.List(ctx, metav1.ListOptions{LabelSelector: selector()})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the failback records to delete those past their ttl: %w", err)
+	}
+	rec := &record.Recorder{Client: l.Client}
+	var deleted []string
+	var errs []error
+	for i := range list.Items {
+		rb := &list.Items[i]
+		if _, due := record.ExpiresAt(rb); !due || unfinished(rb) {
+			continue
+		}
+		ok, _, err := rec.Delete(ctx, rb.Name)
+		switch {
+		case errors.Is(err, record.ErrRebalancerGone):
+		case err != nil:
+			errs = append(errs, err)
+		case ok:
+			deleted = append(deleted, rb.Name)
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// SkipAnnotation on a resource template, set to "true", keeps its workload
+// out of every failback, as deschedule.kubectl-rebalance.io/skip keeps it
+// out of the descheduler's passes.
+const SkipAnnotation = "failback.kubectl-rebalance.io/skip"
