@@ -13,14 +13,11 @@ import (
 	"time"
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -219,17 +216,8 @@ type DescheduleOptions struct {
 	Burst                  int
 	Timeout                time.Duration
 
-	LeaderElect            bool
-	LeaderElectNamespace   string
-	LeaderElectName        string
-	LeaderElectIdentity    string
-	LeaseDuration          time.Duration
-	RenewDeadline          time.Duration
-	RetryPeriod            time.Duration
-	MetricsBindAddress     string
-	HealthProbeBindAddress string
-	LogFormat              string
-	Force                  bool
+	daemonFlags
+	Force bool
 	// Master overrides the Karmada apiserver's address of the kubeconfig,
 	// as --server does (karmada-descheduler's name).
 	Master string
@@ -266,13 +254,7 @@ func NewDescheduleOptions(streams genericiooptions.IOStreams) *DescheduleOptions
 		DryRunFlag:             string(deschedule.DryRunNone),
 		QPS:                    defaultDescheduleQPS,
 		Burst:                  defaultDescheduleBurst,
-		LeaderElect:            true,
-		LeaderElectNamespace:   deschedule.DefaultLeaseNamespace,
-		LeaderElectName:        deschedule.DefaultLeaseName,
-		LeaseDuration:          daemon.DefaultLeaseDuration,
-		RenewDeadline:          daemon.DefaultRenewDeadline,
-		RetryPeriod:            daemon.DefaultRetryPeriod,
-		LogFormat:              "text",
+		daemonFlags:            newDaemonFlags(deschedule.DefaultLeaseName),
 		ProfilingBindAddress:   ":6060",
 		Timeout:                defaultDescheduleTimeout,
 		guard:                  &requestGuard{},
@@ -342,21 +324,12 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "With --enable-pprof, the address that serves /debug/pprof/.")
 	o.estimatorFlags.add(flags)
 
-	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "With --interval, pass only while holding the Lease in the Karmada apiserver, so that several replicas run with one active; on by default, as in karmada-descheduler.")
-	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
-	flags.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName, "Name of the leader election Lease; karmada-descheduler's by default, so that the two are never active together.")
+	o.daemonFlags.addFlags(cmd, "With --interval, ",
+		"With --interval, pass only while holding the Lease in the Karmada apiserver, so that several replicas run with one active; on by default, as in karmada-descheduler.",
+		"Name of the leader election Lease; karmada-descheduler's by default, so that the two are never active together.")
 	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
 	flags.StringVar(&o.LeaderElectName, "leader-elect-name", o.LeaderElectName, "Name of the leader election Lease.")
-	flags.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
-		"This process's name in the Lease, after "+deschedule.IdentityPrefix+"; the host name and a random suffix when empty.")
 	flags.BoolVar(&o.Force, "force", o.Force, "Start even though a karmada-descheduler holds its Lease: with leader election on the same Lease, stand by until it stops; without, run beside it.")
-	flags.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
-	flags.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it stops passing.")
-	flags.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
-	flags.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `With --interval, serve Prometheus /metrics on this address (e.g. :8080); off when empty or "0".`)
-	flags.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
-		`With --interval, serve /healthz and /readyz on this address (e.g. :10358); off when empty or "0". The same address as --metrics-bind-address serves all three.`)
-	flags.StringVar(&o.LogFormat, "logging-format", o.LogFormat, `Format of the daemon's logs on stderr: "text" or "json". Set the level with -v.`)
 	flags.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Format of the daemon's logs on stderr: "text" or "json".`)
 	// Renamed flags keep working, hidden; Complete warns on stderr (pflag's
 	// own deprecation notice would go to stdout, which scripts parse).
@@ -421,12 +394,7 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(o.ErrOut, "Flag --%s has been deprecated, use --%s\n", name, deprecatedDescheduleFlags[name])
 		}
 	}
-	// "0" turns a server off, as in karmada-descheduler.
-	for _, addr := range []*string{&o.MetricsBindAddress, &o.HealthProbeBindAddress} {
-		if *addr == "0" {
-			*addr = ""
-		}
-	}
+	o.daemonFlags.complete()
 
 	dryRun, err := deschedule.ParseDryRun(o.DryRunFlag)
 	if err != nil {
@@ -557,11 +525,9 @@ func (o *DescheduleOptions) Validate() error {
 		return fmt.Errorf("--retry-bounced-after must be positive, got %s", o.RetryBouncedAfter)
 	case o.QPS <= 0 || o.Burst <= 0:
 		return fmt.Errorf("--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
-	case o.LeaderElect && (o.LeaderElectNamespace == "" || o.LeaderElectName == ""):
-		return errors.New("--leader-elect-namespace and --leader-elect-name must not be empty")
-	case o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0):
-		return fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	if err := o.daemonFlags.validate(); err != nil {
+		return err
 	}
 	for _, ns := range o.ExcludeNamespaces {
 		if ns == o.Namespace && !o.AllNamespaces {
@@ -634,7 +600,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	if err := o.checkKarmadaDescheduler(ctx, leases, clock.Now); err != nil {
 		return withExitCode(ExitError, err)
 	}
-	return o.runDaemon(ctx, descheduler, leases, o.identity(host))
+	return o.runDaemon(ctx, descheduler, leases, host)
 }
 
 // checkKarmadaDescheduler refuses to start while a karmada-descheduler holds
@@ -657,16 +623,6 @@ func (o *DescheduleOptions) checkKarmadaDescheduler(ctx context.Context, leases 
 			"lease", found.Namespace+"/"+found.Name, "holder", found.Holder)
 	}
 	return nil
-}
-
-// identity names this process in the Lease: the host name (the pod name
-// in a cluster) and a random suffix, unless --leader-elect-identity is set,
-// after the prefix that marks kubectl-rebalance's daemons.
-func (o *DescheduleOptions) identity(host string) string {
-	if o.LeaderElectIdentity != "" {
-		return deschedule.HolderIdentity(o.LeaderElectIdentity)
-	}
-	return deschedule.HolderIdentity(host + "_" + string(uuid.NewUUID()))
 }
 
 // descheduler wires the engine to the Karmada apiserver, the member
@@ -806,10 +762,9 @@ func (o *DescheduleOptions) print(result *deschedule.PassResult, once bool) erro
 }
 
 // runDaemon passes every interval until a signal arrives.
-func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Descheduler, leases kubernetes.Interface, identity string) error {
+func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Descheduler, leases kubernetes.Interface, host string) error {
 	log := o.logger.With("component", deschedule.EventComponent)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemonMetrics()
 	metrics, err := deschedule.NewMetrics(reg)
 	if err != nil {
 		return withExitCode(ExitError, err)
@@ -842,10 +797,7 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		},
 	}
 	if o.LeaderElect {
-		opts.LeaderElection = &daemon.LeaderElection{
-			Client: leases, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: identity,
-			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
-		}
+		opts.LeaderElection = o.leaderElection(leases, host)
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.Namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"excludedNamespaces", o.ExcludeNamespaces, "estimator", o.Estimator, "dryRun", string(o.DryRun),

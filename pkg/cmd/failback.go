@@ -13,11 +13,8 @@ import (
 	"time"
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -111,16 +108,7 @@ type FailbackOptions struct {
 	QPS                 float32
 	Burst               int
 
-	LeaderElect            bool
-	LeaderElectNamespace   string
-	LeaderElectName        string
-	LeaderElectIdentity    string
-	LeaseDuration          time.Duration
-	RenewDeadline          time.Duration
-	RetryPeriod            time.Duration
-	MetricsBindAddress     string
-	HealthProbeBindAddress string
-	LogFormat              string
+	daemonFlags
 
 	// Set by Complete.
 	configFlags *genericclioptions.ConfigFlags
@@ -135,22 +123,16 @@ type FailbackOptions struct {
 // NewFailbackOptions returns options with the flags' defaults.
 func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
 	return &FailbackOptions{
-		StabilizationWindow:  defaultStabilizationWindow,
-		Kinds:                []string{"deployments.apps", "statefulsets.apps"},
-		TTL:                  defaultFailbackTTL,
-		MaxInFlight:          defaultFailbackMaxInFlight,
-		WaitReady:            true,
-		ProgressDeadline:     defaultProgressDeadline,
-		QPS:                  defaultDescheduleQPS,
-		Burst:                defaultDescheduleBurst,
-		LeaderElect:          true,
-		LeaderElectNamespace: "karmada-system",
-		LeaderElectName:      defaultFailbackLeaseName,
-		LeaseDuration:        daemon.DefaultLeaseDuration,
-		RenewDeadline:        daemon.DefaultRenewDeadline,
-		RetryPeriod:          daemon.DefaultRetryPeriod,
-		LogFormat:            "text",
-		IOStreams:            streams,
+		StabilizationWindow: defaultStabilizationWindow,
+		Kinds:               []string{"deployments.apps", "statefulsets.apps"},
+		TTL:                 defaultFailbackTTL,
+		MaxInFlight:         defaultFailbackMaxInFlight,
+		WaitReady:           true,
+		ProgressDeadline:    defaultProgressDeadline,
+		QPS:                 defaultDescheduleQPS,
+		Burst:               defaultDescheduleBurst,
+		daemonFlags:         newDaemonFlags(defaultFailbackLeaseName),
+		IOStreams:           streams,
 	}
 }
 
@@ -201,19 +183,9 @@ func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the Karmada apiserver.")
 	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Requests sent at once before --kube-api-qps applies.")
 
-	flags.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Act only while holding the Lease in the Karmada apiserver, so that several replicas run with one active.")
-	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-resource-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
-	flags.StringVar(&o.LeaderElectName, "leader-elect-resource-name", o.LeaderElectName, "Name of the leader election Lease.")
-	flags.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity,
-		"This process's name in the Lease, after "+daemon.IdentityPrefix+"; the host name and a random suffix when empty.")
-	flags.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
-	flags.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it stops acting.")
-	flags.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
-	flags.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `Serve Prometheus /metrics on this address (e.g. :8080); off when empty or "0".`)
-	flags.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
-		`Serve /healthz and /readyz on this address (e.g. :10358); off when empty or "0". The same address as --metrics-bind-address serves all three.`)
-	flags.StringVar(&o.LogFormat, "logging-format", o.LogFormat, `Format of the logs on stderr: "text" or "json". Set the level with -v.`)
-	_ = cmd.RegisterFlagCompletionFunc("logging-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	o.daemonFlags.addFlags(cmd, "",
+		"Act only while holding the Lease in the Karmada apiserver, so that several replicas run with one active (every replica follows the clusters).",
+		"Name of the leader election Lease.")
 }
 
 // Complete fills the options from the flags and the kubeconfig.
@@ -229,11 +201,7 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 		*o.configFlags.Context = f.Value.String()
 	}
 	o.configArgs = forwardedConfigArgs(o.configFlags)
-	for _, addr := range []*string{&o.MetricsBindAddress, &o.HealthProbeBindAddress} {
-		if *addr == "0" {
-			*addr = ""
-		}
-	}
+	o.daemonFlags.complete()
 	var err error
 	o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -294,11 +262,9 @@ func (o *FailbackOptions) Validate() error {
 		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps,statefulsets.apps")
 	case o.QPS <= 0 || o.Burst <= 0:
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
-	case o.LeaderElect && (o.LeaderElectNamespace == "" || o.LeaderElectName == ""):
-		return errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty")
-	case o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0):
-		return fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
-			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
+	if err := o.daemonFlags.validate(); err != nil {
+		return err
 	}
 	for _, k := range o.Kinds {
 		if strings.TrimSpace(k) == "" || strings.Contains(k, "/") {
@@ -341,8 +307,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		events.Shutdown()
 	}()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := daemonMetrics()
 	metrics, err := failback.NewMetrics(reg)
 	if err != nil {
 		return withExitCode(ExitError, err)
@@ -375,14 +340,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withExitCode(ExitError, fmt.Errorf("cannot build a client for the leader election Lease: %w", err))
 		}
-		identity := o.LeaderElectIdentity
-		if identity == "" {
-			identity = host + "_" + string(uuid.NewUUID())
-		}
-		le = &daemon.LeaderElection{
-			Client: leases, Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName, Identity: daemon.HolderIdentity(identity),
-			LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
-		}
+		le = o.leaderElection(leases, host)
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,

@@ -217,15 +217,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 		ValidArgsFunction:     completion.ResourceTypeAndNameCompletionFunc(f),
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(cmd); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  o.runE(f),
 	}
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
@@ -254,6 +246,19 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdGet(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
 	return cmd
+}
+
+// runE completes, validates and runs the options of a command built with f.
+func (o *RebalanceOptions) runE(f cmdutil.Factory) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(f, cmd, args); err != nil {
+			return withExitCode(ExitError, err)
+		}
+		if err := o.Validate(cmd); err != nil {
+			return withExitCode(ExitError, err)
+		}
+		return o.Run(cmd.Context())
+	}
 }
 
 // AddFlags registers the command's own flags.

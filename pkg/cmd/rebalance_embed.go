@@ -79,15 +79,7 @@ func newEmbeddedRebalance(streams genericiooptions.IOStreams, e *embedding) *cob
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(cmd); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:          o.runE(f),
 	}
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)

@@ -2,6 +2,8 @@ package deschedule
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 // Metric names share this prefix, e.g. kubectl_rebalance_deschedule_passes_total.
@@ -165,14 +167,9 @@ func (m *Metrics) ObservePass(result *PassResult, err error) {
 	}
 }
 
-// SetLeader records whether this process is the one running passes.
+// SetLeader records whether this process is the one doing the work.
 func (m *Metrics) SetLeader(leading bool) {
-	if m == nil {
-		return
-	}
-	if leading {
-		m.leader.Set(1)
-	} else {
-		m.leader.Set(0)
+	if m != nil {
+		daemon.SetLeaderGauge(m.leader, leading)
 	}
 }

@@ -1,6 +1,10 @@
 package failback
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
+)
 
 // Metric names share this prefix, e.g. kubectl_rebalance_failback_recoveries_total.
 const (
@@ -104,14 +108,9 @@ func (m *Metrics) setStabilizing(n int) {
 	}
 }
 
-// SetLeader records whether this process is the one acting on recoveries.
+// SetLeader records whether this process is the one doing the work.
 func (m *Metrics) SetLeader(leading bool) {
-	if m == nil {
-		return
-	}
-	if leading {
-		m.leader.Set(1)
-	} else {
-		m.leader.Set(0)
+	if m != nil {
+		daemon.SetLeaderGauge(m.leader, leading)
 	}
 }
