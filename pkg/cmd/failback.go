@@ -416,6 +416,7 @@ func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*f
 			report.Rows = rows
 			if res != nil && res.Stop != waves.StopNone {
 				report.Stopped = res.StopMessage
+				report.BudgetSpent = res.Stop == waves.StopFailureBudget
 			}
 		},
 	}

@@ -64,6 +64,10 @@ type Report struct {
 	// Stopped says why the waves stopped before every workload started
 	// (failure budget, interruption); empty when they all started.
 	Stopped string
+	// BudgetSpent: the failure budget (--max-failures) stopped the waves.
+	// Such a failback is over: the workloads left pending are not started
+	// by a later leader either.
+	BudgetSpent bool
 }
 
 // Runner fails back the workloads of one recovery: it selects the
@@ -375,7 +379,7 @@ func (c *Controller) takeOver(ctx context.Context) {
 	recorded := map[string]bool{}
 	for _, e := range entries {
 		recorded[e.Name] = true
-		if !e.Unfinished || e.Cluster == "" {
+		if !e.Unfinished || e.Cluster == "" || e.BudgetSpent {
 			continue
 		}
 		cluster, err := c.lister.Get(e.Cluster)
@@ -462,6 +466,11 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, key string, resume 
 
 // finish reports a failback and closes its state.
 func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, req Request, report *Report, err error) {
+	if report != nil && report.BudgetSpent && !report.DryRun {
+		if err := c.ledger.MarkBudgetSpent(context.Background(), req.Name); err != nil {
+			c.log.Warn("cannot mark the failback record as stopped by the failure budget; a restarted daemon would resume it", "record", req.Name, "err", err)
+		}
+	}
 	c.mu.Lock()
 	aborted := run.aborted
 	delete(c.runs, req.Cluster)

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
@@ -41,6 +42,25 @@ type Entry struct {
 	// Unfinished: some workload is still pending (the run was stopped by
 	// a restart, a lost Lease or the cluster failing again).
 	Unfinished bool
+	// BudgetSpent: the failure budget stopped it; it is never resumed.
+	BudgetSpent bool
+}
+
+// AnnotationStopped on a failback record says why its waves stopped for
+// good; only StoppedFailureBudget is written.
+const (
+	AnnotationStopped    = "failback.kubectl-rebalance.io/stopped"
+	StoppedFailureBudget = "FailureBudget"
+)
+
+// MarkBudgetSpent notes on the record name that the failure budget stopped
+// it, so that no later leader resumes its pending workloads.
+func (l Ledger) MarkBudgetSpent(ctx context.Context, name string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationStopped, StoppedFailureBudget)
+	if _, err := l.Client.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("cannot annotate workloadrebalancer %s, check the RBAC of the failback daemon (patch workloadrebalancers): %w", name, err)
+	}
+	return nil
 }
 
 // Ledger reads and tidies the failback records: the WorkloadRebalancers
@@ -64,10 +84,11 @@ func (l Ledger) List(ctx context.Context) ([]Entry, error) {
 	for i := range list.Items {
 		rb := &list.Items[i]
 		entries = append(entries, Entry{
-			Name:       rb.Name,
-			Cluster:    rb.Labels[LabelCluster],
-			Key:        rb.Labels[LabelRecovery],
-			Unfinished: unfinished(rb),
+			Name:        rb.Name,
+			Cluster:     rb.Labels[LabelCluster],
+			Key:         rb.Labels[LabelRecovery],
+			Unfinished:  unfinished(rb),
+			BudgetSpent: rb.Annotations[AnnotationStopped] == StoppedFailureBudget,
 		})
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
