@@ -521,10 +521,10 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 		result = ResultError
 	case report.DryRun:
 		result = ResultDryRun
+	case report.BudgetSpent, failed > 0 && pending == 0 && aborted == "":
+		result = ResultFailed
 	case aborted != "" || pending > 0:
 		result = ResultStopped
-	case failed > 0:
-		result = ResultFailed
 	case len(report.Rows) == 0:
 		result = ResultNothing
 	}
