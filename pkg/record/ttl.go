@@ -145,12 +145,18 @@ func (r *Recorder) Follow(ctx context.Context, rb *appsv1alpha1.WorkloadRebalanc
 		default:
 			expires, _ := ExpiresAt(cur)
 			now := r.now().Time
-			if expires.After(now) {
-				if !expires.Equal(announced) {
-					announced = expires
-					r.notify(fmt.Sprintf("workloadrebalancer %s: finished at %s; it is deleted at %s (ttlSecondsAfterFinished %d), in %s",
-						cur.Name, rebalance.FormatTime(cur.Status.FinishTime.Time), rebalance.FormatTime(expires), *cur.Spec.TTLSecondsAfterFinished, expires.Sub(now).Round(time.Second)))
+			if !expires.Equal(announced) {
+				// Announced even when already due (a slow run can outlast a
+				// short TTL), so the deletion that follows is always explained.
+				announced = expires
+				when := "now"
+				if expires.After(now) {
+					when = "in " + expires.Sub(now).Round(time.Second).String()
 				}
+				r.notify(fmt.Sprintf("workloadrebalancer %s: finished at %s; it is deleted at %s (ttlSecondsAfterFinished %d), %s",
+					cur.Name, rebalance.FormatTime(cur.Status.FinishTime.Time), rebalance.FormatTime(expires), *cur.Spec.TTLSecondsAfterFinished, when))
+			}
+			if expires.After(now) {
 				fire = time.After(expires.Sub(now))
 				break
 			}

@@ -120,7 +120,7 @@ func TestRecordTTL(t *testing.T) {
 		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "3")
 		gone := time.Now()
 		require.Equal(t, cmd.ExitOK, res.Code)
-		assert.Regexp(t, `workloadrebalancer `+name+`: finished at \S+Z; it is deleted at \S+Z \(ttlSecondsAfterFinished 3\), in \ds\n`, res.Stderr)
+		assert.Regexp(t, `workloadrebalancer `+name+`: finished at \S+Z; it is deleted at \S+Z \(ttlSecondsAfterFinished 3\), (in \ds|now)\n`, res.Stderr)
 		assert.Regexp(t, `workloadrebalancer.apps.karmada.io/`+name+` deleted \(ttlSecondsAfterFinished 3 after finish time \S+Z\)\n$`, res.Stderr)
 		assert.Nil(t, rt.Rebalancer(ctx, t, c, name))
 
