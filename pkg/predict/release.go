@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -189,8 +190,19 @@ func (s *karmadaScheduler) forRelease(ctx context.Context, info *karmadaversion.
 		}
 	}
 	byRemainders, err := divideByRemainders(strategy, candidates, spec)
-	if webster.Known || err != nil {
+	if webster.Known {
 		return byRemainders, err
+	}
+	var tie *releaseError
+	if errors.As(err, &tie) {
+		// The older rule leaves it to chance, the newer one may apply: which
+		// one does is what cannot be told.
+		return nil, &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+			"Karmada v1.16 and newer divide the replicas as %s (Webster method); %s; and %s",
+			placementText(byWebster), tie.message, releaseName(info))}
+	}
+	if err != nil {
+		return nil, err
 	}
 	if SamePlacement(byWebster, byRemainders) {
 		return byWebster, nil

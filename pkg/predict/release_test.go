@@ -102,7 +102,7 @@ func TestPredictPerRelease(t *testing.T) {
 			binding:  binding("a", dynamic, 4, tc("member2", 4)),
 			want: byRelease(
 				want{CannotPredict, ReasonRandomTie, map[string]int32{"member2": 4}},
-				want{CannotPredict, ReasonRandomTie, map[string]int32{"member2": 4}},
+				want{CannotPredict, ReasonReleaseDependent, map[string]int32{"member2": 4}},
 				// Webster breaks the tie by the workload's UID.
 				moves(map[string]int32{"member1": 1, "member2": 1, "member3": 2}),
 				moves(map[string]int32{"member1": 1, "member2": 1, "member3": 2})),
