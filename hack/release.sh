@@ -22,6 +22,6 @@ goreleaser=$(hack/install-goreleaser.sh)
 (cd hack/image && go run . -root "$root" -version "$tag" -o "$root/dist/kubectl-rebalance-image.tar" \
   -push "ghcr.io/kubectl-rebalance/kubectl-rebalance:$tag")
 go run ./hack/krew -dist dist -version "$tag" -o plugins/rebalance.yaml
-sed -i "s/^    newTag: .*/    newTag: $tag/" deploy/host/kustomization.yaml
-sed -i "s#image: ghcr.io/kubectl-rebalance/kubectl-rebalance:.*#image: ghcr.io/kubectl-rebalance/kubectl-rebalance:$tag#" deploy/host/deployment.yaml
-echo "now commit to main: git add plugins/rebalance.yaml deploy/host && git commit -m \"release $tag: krew manifest and image tag\""
+sed -i "s/^    newTag: .*/    newTag: $tag/" deploy/host/kustomization.yaml deploy/failback/kustomization.yaml
+sed -i "s#image: ghcr.io/kubectl-rebalance/kubectl-rebalance:.*#image: ghcr.io/kubectl-rebalance/kubectl-rebalance:$tag#" deploy/host/deployment.yaml deploy/failback/deployment.yaml
+echo "now commit to main: git add plugins/rebalance.yaml deploy/host deploy/failback && git commit -m \"release $tag: krew manifest and image tag\""
