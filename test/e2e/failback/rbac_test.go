@@ -47,7 +47,7 @@ func TestFailbackRBAC(t *testing.T) {
 	const ns = "failback-rbac"
 	objs, err := fixtures.ReadManifest("deploy/rbac/failback.yaml")
 	require.NoError(t, err)
-	require.NoError(t, fixtures.ApplyObjects(ctx, cp.Karmada, objs))
+	require.NoError(t, fixtures.ApplyObjects(ctx, cp.Karmada, objs, false))
 	t.Cleanup(func() { assert.NoError(t, fixtures.DeleteObjects(context.Background(), cp.Karmada, objs)) })
 	fixtures.TestNamespace(ctx, t, c, ns)
 	deleteRecords(t, c, "member1")

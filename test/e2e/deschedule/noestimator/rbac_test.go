@@ -1,14 +1,9 @@
 package noestimator
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,10 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +26,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 )
 
 // The daemon's identity in the Karmada apiserver, from deploy/karmada/rbac.yaml.
@@ -45,71 +38,25 @@ const (
 // daemonGroups are the groups a ServiceAccount token authenticates with.
 var daemonGroups = []string{"system:serviceaccounts", "system:serviceaccounts:karmada-system", "system:authenticated"}
 
-// manifestResources maps the kinds of deploy/ to their resources.
-var manifestResources = map[string]schema.GroupVersionResource{
-	"ServiceAccount":      {Version: "v1", Resource: "serviceaccounts"},
-	"Secret":              {Version: "v1", Resource: "secrets"},
-	"ClusterRole":         {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-	"ClusterRoleBinding":  {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-	"Role":                {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-	"RoleBinding":         {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-	"Deployment":          {Group: "apps", Version: "v1", Resource: "deployments"},
-	"Service":             {Version: "v1", Resource: "services"},
-	"PodDisruptionBudget": {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
-}
-
 // readManifest decodes the objects of a file under deploy/.
 func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "..", path))
+	objs, err := fixtures.ReadManifest(path)
 	require.NoError(t, err)
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := decoder.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		require.NoError(t, err)
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
+	return objs
 }
 
 // applyManifest creates the objects of a file under deploy/ with config;
 // with dryRun the server validates them strictly and stores nothing.
 func applyManifest(t *testing.T, config *rest.Config, path string, dryRun ...bool) {
 	t.Helper()
-	client, err := dynamic.NewForConfig(config)
-	require.NoError(t, err)
-	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
-	if len(dryRun) > 0 && dryRun[0] {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	for _, obj := range readManifest(t, path) {
-		gvr, ok := manifestResources[obj.GetKind()]
-		require.True(t, ok, "%s holds a %s, which this test cannot apply", path, obj.GetKind())
-		_, err = client.Resource(gvr).Namespace(obj.GetNamespace()).Create(context.Background(), obj, opts)
-		if !apierrors.IsAlreadyExists(err) {
-			require.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
-		}
-	}
+	require.NoError(t, fixtures.ApplyObjects(context.Background(), config, readManifest(t, path), len(dryRun) > 0 && dryRun[0]))
 }
 
 // deleteManifest deletes what applyManifest created from path.
 func deleteManifest(t *testing.T, config *rest.Config, path string) {
 	t.Helper()
-	client, err := dynamic.NewForConfig(config)
-	require.NoError(t, err)
-	for _, obj := range readManifest(t, path) {
-		err := client.Resource(manifestResources[obj.GetKind()]).Namespace(obj.GetNamespace()).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
-		if !apierrors.IsNotFound(err) {
-			assert.NoError(t, err, "delete %s %s", obj.GetKind(), obj.GetName())
-		}
-	}
+	assert.NoError(t, fixtures.DeleteObjects(context.Background(), config, readManifest(t, path)))
 }
 
 // asDaemon impersonates the daemon's ServiceAccount.
