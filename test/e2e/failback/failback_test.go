@@ -39,7 +39,7 @@ func TestFailbackSeedStory(t *testing.T) {
 	d := startDaemon(t, cp, "-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "2", "--ttl", "600",
 		"--leader-elect-identity", "seed", "--metrics-bind-address", "127.0.0.1:0")
 	d.waitLog(t, "acting on recoveries", time.Minute)
-	metricsURL := "http://" + regexp.MustCompile(`msg="serving metrics" address=(\S+)`).FindStringSubmatch(d.text())[1] + "/metrics"
+	metricsURL := "http://" + regexp.MustCompile(`msg="serving metrics".* address=(\S+)`).FindStringSubmatch(d.text())[1] + "/metrics"
 
 	failover(ctx, t, c, ns, "app-deployment")
 	assert.Empty(t, failbackRecords(ctx, t, c, "member1"), "no failback while member1 is tainted")
@@ -69,7 +69,9 @@ func TestFailbackSeedStory(t *testing.T) {
 	assert.Equal(t, []appsv1alpha1.ObservedWorkload{rt.Observed(rt.Deploy(ns, "app"), appsv1alpha1.RebalanceSuccessful, "")}, rec.Status.ObservedWorkloads)
 
 	metrics := scrape(t, metricsURL)
-	assert.Contains(t, metrics, `kubectl_rebalance_failback_recoveries_total{cluster="member1"} 1`)
+	// A daemon started less than a window after member1 became Ready counts
+	// that as a recovery too (with nothing to move).
+	assert.Regexp(t, `kubectl_rebalance_failback_recoveries_total\{cluster="member1"\} [1-9]`, metrics)
 	assert.Contains(t, metrics, `kubectl_rebalance_failback_failbacks_total{cluster="member1",result="succeeded"} 1`)
 	assert.Contains(t, metrics, `kubectl_rebalance_failback_workloads_failed_back_total{cluster="member1"} 1`)
 	assert.Contains(t, metrics, `kubectl_rebalance_failback_leader 1`)
