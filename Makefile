@@ -26,10 +26,9 @@ test: controlplane
 	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e /test/e2e -e /test/bench -e /test/faults)
 	$(GO) vet ./test/bench/... ./test/faults/...
 	$(GO) test -count=1 -p 1 -timeout 60m $$($(GO) list ./test/e2e/... | grep -v /test/e2e/failback)
-	$(GO) test -count=1 -timeout 15m ./test/e2e/failback -run '^TestFailbackSeedStory$$'
 
 .PHONY: test-failback
-## test-failback: every failback e2e test (seed story, flapping cluster, failure budget, RBAC) on a real control plane; make test runs the seed story only
+## test-failback: the failback e2e tests (seed story, flapping cluster, failure budget, RBAC) on a real control plane; not part of make test yet
 test-failback: controlplane
 	$(GO) test -count=1 -timeout 30m ./test/e2e/failback
 
