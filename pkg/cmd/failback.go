@@ -227,11 +227,15 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 // forwardedConfigArgs turns the kubeconfig flags set on the command line
 // into arguments for the embedded kubectl rebalance runs.
 func forwardedConfigArgs(cf *genericclioptions.ConfigFlags) []string {
+	// AddFlags takes the current values as defaults, so the values are
+	// compared with those of fresh flags instead.
+	defaults := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	genericclioptions.NewConfigFlags(true).AddFlags(defaults)
 	own := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
 	cf.AddFlags(own)
 	var args []string
 	own.VisitAll(func(f *pflag.Flag) {
-		if f.Value.String() == f.DefValue {
+		if d := defaults.Lookup(f.Name); d != nil && d.Value.String() == f.Value.String() {
 			return
 		}
 		if slice, ok := f.Value.(pflag.SliceValue); ok {

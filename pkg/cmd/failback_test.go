@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
@@ -63,4 +64,17 @@ func TestFailbackRunArgs(t *testing.T) {
 	o.DryRun = true
 	assert.Equal(t, []string{"deployments.apps,statefulsets.apps", "--to-cluster", "member1", "--all-namespaces", "--selector", "tier=web",
 		"--dry-run=client", "--output=wide", "--kubeconfig=/k"}, r.args(failback.Request{Cluster: "member1", Key: "0a1b2c3d", Name: name}))
+}
+
+// TestForwardedConfigArgs checks that the kubeconfig flags given to the
+// daemon reach the rebalances it runs, and only those.
+func TestForwardedConfigArgs(t *testing.T) {
+	cf := genericclioptions.NewConfigFlags(true)
+	*cf.KubeConfig = "/etc/karmada/config/karmada.config"
+	*cf.Context = "karmada-apiserver"
+	*cf.Impersonate = "system:serviceaccount:karmada-system:kubectl-rebalance-failback"
+	*cf.ImpersonateGroup = []string{"a", "b"}
+	assert.ElementsMatch(t, []string{"--kubeconfig=/etc/karmada/config/karmada.config", "--context=karmada-apiserver",
+		"--as=system:serviceaccount:karmada-system:kubectl-rebalance-failback", "--as-group=a", "--as-group=b"}, forwardedConfigArgs(cf))
+	assert.Empty(t, forwardedConfigArgs(genericclioptions.NewConfigFlags(true)))
 }
