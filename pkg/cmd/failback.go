@@ -383,6 +383,8 @@ func (r *failbackRunner) args(req failback.Request) []string {
 		}
 		if o.LabelSelector != "" {
 			args = append(args, "--selector", o.LabelSelector)
+		} else {
+			args = append(args, "--all")
 		}
 	}
 	if o.DryRun {

@@ -252,20 +252,20 @@ func (c *Controller) sync(name string) {
 				"Cluster %s is Ready and untainted again; its workloads fail back once it stays so for %s (stabilization window)", name, c.opts.Window))
 		}
 	}
+	// Look again when the window ends. Every sync of a stabilizing cluster
+	// asks again: the queue keeps only the earliest wait of an item, which
+	// may belong to a window a flap has reset.
+	if end, ok := WindowEnds(after, c.opts.Window); ok {
+		c.queue.AddAfter(name, time.Until(end))
+	}
 	switch transition {
 	case Recovering:
-		if end, ok := WindowEnds(after, c.opts.Window); ok {
-			c.queue.AddAfter(name, time.Until(end))
-		}
 	case Flapped:
 		log.Info("cluster flapped during its stabilization window: the window starts over", "reason", h.Reason)
 		if leading {
 			c.opts.Metrics.reset(name)
 			c.event(cluster, corev1.EventTypeWarning, ReasonWindowReset, fmt.Sprintf(
 				"Cluster %s failed again during its stabilization window (%s); no failback until it stays Ready and untainted for %s", name, reasonOr(h.Reason, "it changed"), c.opts.Window))
-		}
-		if end, ok := WindowEnds(after, c.opts.Window); ok {
-			c.queue.AddAfter(name, time.Until(end))
 		}
 	case Failed:
 		log.Info("cluster failed", "reason", h.Reason)
