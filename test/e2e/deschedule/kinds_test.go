@@ -114,6 +114,44 @@ func (e *env) settledBinding(binding string) map[string]int32 {
 	return placement
 }
 
+// strandInMember1 is the seed example's set-up for a workload of three
+// replicas divided over the members: it waits for them to run, cordons every
+// node of member1 and deletes the pods there, then waits until the
+// controller's replacements are unschedulable, the binding's ready count for
+// member1 is unknown, and the pass's one-second threshold has passed. It
+// returns how many replicas are stranded in member1.
+func (e *env) strandInMember1(binding, name string, waitPods func(member, name string, want podCounts)) int {
+	e.t.Helper()
+	before := e.settledBinding(binding)
+	e.t.Logf("%s placed %v", name, before)
+	require.GreaterOrEqual(e.t, before["member1"], int32(1), "the example starts with a replica in member1")
+	for member, n := range before {
+		waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+	}
+
+	e.cordonAll("member1")
+	e.deletePods("member1", name)
+	want := int(before["member1"])
+	waitPods("member1", name, podCounts{unschedulable: want, total: want})
+	e.bindingReadyUnknown(binding, "member1")
+	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
+	return want
+}
+
+// movedOffMember1 checks the placement after an evicting pass: nothing left
+// in member1, the three replicas in member2 and member3, and running there.
+func (e *env) movedOffMember1(binding, name string, waitPods func(member, name string, want podCounts)) {
+	e.t.Helper()
+	after := e.settledBinding(binding)
+	e.t.Logf("%s placed %v after the pass", name, after)
+	assert.NotContains(e.t, after, "member1")
+	assert.Equal(e.t, int32(3), after["member2"]+after["member3"])
+	waitPods("member1", name, podCounts{})
+	for member, n := range after {
+		waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+	}
+}
+
 // bindingReadyUnknown waits until cluster has reported a status for the
 // binding without a ready count: nothing ready there.
 func (e *env) bindingReadyUnknown(binding, cluster string) {
@@ -147,34 +185,15 @@ func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
 	_, err := e.c.Kube.AppsV1().StatefulSets(e.ns).Create(e.ctx, statefulSet(e.ns, name, 3), metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	before := e.settledBinding(binding)
-	t.Logf("%s placed %v", name, before)
-	require.GreaterOrEqual(t, before["member1"], int32(1), "the example starts with a replica in member1")
-	for member, n := range before {
-		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
-	}
-
-	e.cordonAll("member1")
-	e.deletePods("member1", name)
-	want := int(before["member1"])
 	// The StatefulSet controller recreates the pod, which member1 cannot place.
-	e.waitPods("member1", name, podCounts{unschedulable: want, total: want})
-	e.bindingReadyUnknown(binding, "member1")
-	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
+	want := e.strandInMember1(binding, name, e.waitPods)
 
 	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`%s\s+member1\s+%d\s+<unknown>\s+%d\s+0\s+evict`, binding, want, want), stdout)
 	assert.Contains(t, stderr, fmt.Sprintf("descheduled 1 binding(s) moving %d replica(s)", want))
 
-	after := e.settledBinding(binding)
-	t.Logf("%s placed %v after the pass", name, after)
-	assert.NotContains(t, after, "member1")
-	assert.Equal(t, int32(3), after["member2"]+after["member3"])
-	e.waitPods("member1", name, podCounts{})
-	for member, n := range after {
-		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
-	}
+	e.movedOffMember1(binding, name, e.waitPods)
 
 	// A later pass finds nothing to do: nothing bounced back.
 	code, report := e.runJSON("--unschedulable-threshold", "1s")
