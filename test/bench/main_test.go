@@ -4,7 +4,6 @@
 package bench
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -12,15 +11,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// The control plane is worth starting only when benchmarks run.
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run())
-	}
-	os.Exit(harness.RunTests(m, harness.Options{
+	os.Exit(harness.RunBenchmarks(m, harness.Options{
 		Members:        3,
 		NodesPerMember: 2,
 		NodePods:       "1000",
-		Progress:       os.Stderr,
 	}))
 }

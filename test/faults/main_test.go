@@ -8,7 +8,6 @@
 package faults
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -16,18 +15,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// The control plane is worth starting only when the benchmark runs.
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run())
-	}
-	os.Exit(harness.RunTests(m, harness.Options{
+	os.Exit(harness.RunBenchmarks(m, harness.Options{
 		Members:        3,
 		NodesPerMember: 2,
 		NodePods:       "1000",
 		// The plugin records its own WorkloadRebalancers: Karmada's
 		// controller must not write triggers of its own meanwhile.
 		KarmadaControllers: "*,-workloadRebalancer",
-		Progress:           os.Stderr,
 	}))
 }

@@ -64,6 +64,21 @@ func RunTests(m *testing.M, opts Options) int {
 	return code
 }
 
+// RunBenchmarks is for the TestMain of a package that holds only
+// benchmarks: the control plane is started only when -test.bench asks for
+// some, since a plain `go test` (vet, make test) runs none of them.
+// Progress defaults to stderr, where a long set-up reports itself.
+func RunBenchmarks(m *testing.M, opts Options) int {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		return m.Run()
+	}
+	if opts.Progress == nil {
+		opts.Progress = os.Stderr
+	}
+	return RunTests(m, opts)
+}
+
 // Require returns the package's control plane or skips the test.
 func Require(tb testing.TB) *ControlPlane {
 	tb.Helper()

@@ -6,7 +6,6 @@
 package deschedulebench
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -14,18 +13,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// The control plane is worth starting only when benchmarks run.
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run())
-	}
-	os.Exit(harness.RunTests(m, harness.Options{
+	os.Exit(harness.RunBenchmarks(m, harness.Options{
 		Members:  3,
 		NodePods: "1000",
 		// The bindings are written by the benchmark, not by Karmada: only
 		// the controllers that keep the clusters Ready run, so that nothing
 		// else reacts to 5,000 bindings without templates.
 		KarmadaControllers: "cluster,clusterStatus",
-		Progress:           os.Stderr,
 	}))
 }

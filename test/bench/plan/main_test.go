@@ -7,7 +7,6 @@
 package plan
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -15,15 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	// The control plane is worth starting only when benchmarks run.
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run())
-	}
-	os.Exit(harness.RunTests(m, harness.Options{
+	os.Exit(harness.RunBenchmarks(m, harness.Options{
 		Members:        3,
 		NodesPerMember: 2,
 		NodePods:       "2000",
-		Progress:       os.Stderr,
 	}))
 }

@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,17 +37,12 @@ import (
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
+// Three members with room for every one-replica Deployment's pod.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run())
-	}
-	// Three members with room for every one-replica Deployment's pod.
-	os.Exit(harness.RunTests(m, harness.Options{
+	os.Exit(harness.RunBenchmarks(m, harness.Options{
 		Members:        3,
 		NodesPerMember: 2,
 		NodePods:       "3000",
-		Progress:       os.Stderr,
 	}))
 }
 
