@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 )
 
 // Widget is the test's own workload kind: a custom resource whose
@@ -98,25 +99,25 @@ end`},
 // installWidgets installs the Widget CRD in Karmada and every member, and
 // the interpreter in Karmada; they are left in place for later runs.
 func (e *env) installWidgets() {
-	e.t.Helper()
-	configs := []*rest.Config{e.cp.Karmada}
-	for _, m := range e.cp.Members {
+	e.T.Helper()
+	configs := []*rest.Config{e.CP.Karmada}
+	for _, m := range e.CP.Members {
 		configs = append(configs, m.Config)
 	}
 	for _, config := range configs {
 		client, err := dynamic.NewForConfig(config)
-		require.NoError(e.t, err)
-		if _, err := client.Resource(crdGVR).Create(e.ctx, widgetCRD(), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-			require.NoError(e.t, err)
+		require.NoError(e.T, err)
+		if _, err := client.Resource(crdGVR).Create(e.Ctx, widgetCRD(), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+			require.NoError(e.T, err)
 		}
-		e.eventually("widgets served at "+config.Host, func() (bool, string) {
-			_, err := client.Resource(widgetGVR).Namespace(e.ns).List(e.ctx, metav1.ListOptions{})
+		e.Eventually("widgets served at "+config.Host, func() (bool, string) {
+			_, err := client.Resource(widgetGVR).Namespace(e.NS).List(e.Ctx, metav1.ListOptions{})
 			return err == nil, fmt.Sprint(err)
 		})
 	}
 	interpreter := widgetInterpreter.DeepCopy()
-	if _, err := e.c.Karmada.ConfigV1alpha1().ResourceInterpreterCustomizations().Create(e.ctx, interpreter, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-		require.NoError(e.t, err)
+	if _, err := e.C.Karmada.ConfigV1alpha1().ResourceInterpreterCustomizations().Create(e.Ctx, interpreter, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		require.NoError(e.T, err)
 	}
 }
 
@@ -142,27 +143,27 @@ func widget(ns, name string, replicas int64) *unstructured.Unstructured {
 // namespace: pods NAME-0..NAME-(replicas-1), controlled by their Widget, and
 // status.readyReplicas. It stops when the test ends.
 func (e *env) widgetController() {
-	e.t.Helper()
-	ctx, stop := context.WithCancel(e.ctx)
+	e.T.Helper()
+	ctx, stop := context.WithCancel(e.Ctx)
 	var wg sync.WaitGroup
-	e.t.Cleanup(func() {
+	e.T.Cleanup(func() {
 		stop()
 		wg.Wait()
 	})
-	for _, m := range e.cp.Members {
+	for _, m := range e.CP.Members {
 		client, err := dynamic.NewForConfig(m.Config)
-		require.NoError(e.t, err)
-		kube := e.member(m.Name)
+		require.NoError(e.T, err)
+		kube := e.Member(m.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-				widgets, err := client.Resource(widgetGVR).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+				widgets, err := client.Resource(widgetGVR).Namespace(e.NS).List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return false, nil
 				}
 				for i := range widgets.Items {
-					syncWidget(ctx, client, kube.CoreV1().Pods(e.ns), &widgets.Items[i])
+					syncWidget(ctx, client, kube.CoreV1().Pods(e.NS), &widgets.Items[i])
 				}
 				return false, nil
 			})
@@ -243,30 +244,30 @@ func TestDescheduleSeedExampleCustomResource(t *testing.T) {
 	e.installWidgets()
 	e.widgetController()
 
-	e.kindPolicy(widgetGVK.GroupVersion().String(), widgetGVK.Kind, name, dynamicWeight("member1", "member2", "member3"))
-	karmada, err := dynamic.NewForConfig(e.cp.Karmada)
+	e.kindPolicy(widgetGVK.GroupVersion().String(), widgetGVK.Kind, name, deschedtest.DynamicWeight("member1", "member2", "member3"))
+	karmada, err := dynamic.NewForConfig(e.CP.Karmada)
 	require.NoError(t, err)
-	_, err = karmada.Resource(widgetGVR).Namespace(e.ns).Create(e.ctx, widget(e.ns, name, 3), metav1.CreateOptions{})
+	_, err = karmada.Resource(widgetGVR).Namespace(e.NS).Create(e.Ctx, widget(e.NS, name, 3), metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = karmada.Resource(widgetGVR).Namespace(e.ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = karmada.Resource(widgetGVR).Namespace(e.NS).Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 
 	before := e.settledBinding(binding)
 	t.Logf("%s placed %v", name, before)
 	require.GreaterOrEqual(t, before["member1"], int32(1), "the example starts with a replica in member1")
 	for member, n := range before {
-		e.waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+		e.WaitPods(member, name, podCounts{Ready: int(n), Total: int(n)})
 	}
 
 	e.cordonAll("member1")
 	e.deletePods("member1", name)
 	want := int(before["member1"])
 	// The Widget controller recreates the pod, which member1 cannot place.
-	e.waitPods("member1", name, podCounts{unschedulable: want, total: want})
+	e.WaitPods("member1", name, podCounts{Unschedulable: want, Total: want})
 	// Karmada reflects the member's readyReplicas through the interpreter.
-	e.eventually("no ready widget replicas in member1", func() (bool, string) {
-		rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).Get(e.ctx, binding, metav1.GetOptions{})
+	e.Eventually("no ready widget replicas in member1", func() (bool, string) {
+		rb, err := e.C.Karmada.WorkV1alpha2().ResourceBindings(e.NS).Get(e.Ctx, binding, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -276,18 +277,18 @@ func TestDescheduleSeedExampleCustomResource(t *testing.T) {
 	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
 
 	kinds := "widgets." + widgetGVR.Group
-	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "1s", "--kinds", kinds)
+	code, stdout, stderr := e.Run("-n", e.NS, "--unschedulable-threshold", "1s", "--kinds", kinds)
 	require.Equal(t, cmd.ExitOK, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`%s\s+member1\s+%d\s+0\s+%d\s+0\s+evict`, binding, want, want), stdout)
 	assert.Contains(t, stderr, fmt.Sprintf("descheduled 1 binding(s) moving %d replica(s)", want))
 
-	e.movedOffMember1(binding, name, e.waitPods)
+	e.movedOffMember1(binding, name, e.WaitPods)
 
 	// Not among the default kinds: out of scope unless named.
-	code, report := e.runJSON("--unschedulable-threshold", "1s")
+	code, report := e.RunJSON("--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Zero(t, report.Summary.Listed)
-	code, report = e.runJSON("--unschedulable-threshold", "1s", "--kinds", "*")
+	code, report = e.RunJSON("--unschedulable-threshold", "1s", "--kinds", "*")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, 1, report.Summary.Listed)
 	assert.Zero(t, report.Summary.EvictedReplicas, "nothing bounced back")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 )
 
@@ -37,7 +38,7 @@ func job(ns, name string, parallelism int32) *batchv1.Job {
 // memberJob describes the member's copy of Job name, for the messages of
 // waits that depend on its controller.
 func (e *env) memberJob(member, name string) string {
-	j, err := e.member(member).BatchV1().Jobs(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	j, err := e.Member(member).BatchV1().Jobs(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}
@@ -52,9 +53,9 @@ func (e *env) memberJob(member, name string) string {
 // waitJobPods waits until the pods of Job name in member are exactly want,
 // describing the member's Job while they are not.
 func (e *env) waitJobPods(member, name string, want podCounts) {
-	e.t.Helper()
-	e.eventually(fmt.Sprintf("pods of job %s in %s", name, member), func() (bool, string) {
-		got := e.pods(member, name)
+	e.T.Helper()
+	e.Eventually(fmt.Sprintf("pods of job %s in %s", name, member), func() (bool, string) {
+		got := e.Pods(member, name)
 		return got == want, fmt.Sprintf("%+v, want %+v; %s", got, want, e.memberJob(member, name))
 	})
 }
@@ -69,20 +70,20 @@ func TestDescheduleSeedExampleJob(t *testing.T) {
 	// Not parallel: cordoning member1 must not disturb the other tests.
 	e := namespacedEnv(t, "seed-job")
 	const name, binding = "nginx", "nginx-job"
-	e.kindPolicy("batch/v1", "Job", name, dynamicWeight("member1", "member2", "member3"))
-	_, err := e.c.Kube.BatchV1().Jobs(e.ns).Create(e.ctx, job(e.ns, name, 3), metav1.CreateOptions{})
+	e.kindPolicy("batch/v1", "Job", name, deschedtest.DynamicWeight("member1", "member2", "member3"))
+	_, err := e.C.Kube.BatchV1().Jobs(e.NS).Create(e.Ctx, job(e.NS, name, 3), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	// The job controller replaces the deleted pod, which member1 cannot place.
 	want := e.strandInMember1(binding, name, e.waitJobPods)
 
 	// --kinds without jobs leaves the binding out of scope.
-	code, report := e.runJSON("--kinds", "deployments.apps,statefulsets.apps", "--unschedulable-threshold", "1s")
+	code, report := e.RunJSON("--kinds", "deployments.apps,statefulsets.apps", "--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Zero(t, report.Summary.Listed)
 
 	// Jobs are in the default --kinds.
-	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "1s")
+	code, stdout, stderr := e.Run("-n", e.NS, "--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`%s\s+member1\s+%d\s+<unknown>\s+%d\s+0\s+evict`, binding, want, want), stdout)
 	assert.Contains(t, stderr, fmt.Sprintf("descheduled 1 binding(s) moving %d replica(s)", want))
@@ -90,7 +91,7 @@ func TestDescheduleSeedExampleJob(t *testing.T) {
 	e.movedOffMember1(binding, name, e.waitJobPods)
 
 	// A later pass finds nothing to do: nothing bounced back.
-	code, report = e.runJSON("--kinds", "jobs.batch", "--unschedulable-threshold", "1s")
+	code, report = e.RunJSON("--kinds", "jobs.batch", "--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, 1, report.Summary.Listed)
 	assert.Zero(t, report.Summary.EvictedReplicas)

@@ -1,7 +1,6 @@
 package deschedule
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -15,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
@@ -35,12 +34,8 @@ func namespacedEnv(t *testing.T, ns string) *env {
 	if !estimatorRunning(cp) {
 		t.Skip("the seed's example needs karmada-scheduler-estimator, which this control plane does not run")
 	}
-	c, err := fixtures.NewClients(cp.Karmada)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	t.Cleanup(cancel)
-	e := &env{t: t, cp: cp, c: c, ns: ns, ctx: ctx, members: map[string]kubernetes.Interface{}}
-	fixtures.TestNamespace(ctx, t, c, ns)
+	e := &env{deschedtest.New(t, cp, ns)}
+	fixtures.TestNamespace(e.Ctx, t, e.C, ns)
 	return e
 }
 
@@ -77,25 +72,25 @@ func statefulSet(ns, name string, replicas int32) *appsv1.StatefulSet {
 
 // kindPolicy propagates one workload of kind with placement.
 func (e *env) kindPolicy(apiVersion, kind, name string, placement policyv1alpha1.Placement) {
-	e.t.Helper()
+	e.T.Helper()
 	policy := &policyv1alpha1.PropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: apiVersion, Kind: kind, Name: name}},
 			Placement:         placement,
 		},
 	}
-	_, err := e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns).Create(e.ctx, policy, metav1.CreateOptions{})
-	require.NoError(e.t, err)
+	_, err := e.C.Karmada.PolicyV1alpha1().PropagationPolicies(e.NS).Create(e.Ctx, policy, metav1.CreateOptions{})
+	require.NoError(e.T, err)
 }
 
 // settledBinding waits until karmada-scheduler has answered the latest spec
 // of the binding named binding with a success, and returns its placement.
 func (e *env) settledBinding(binding string) map[string]int32 {
-	e.t.Helper()
+	e.T.Helper()
 	var placement map[string]int32
-	e.eventually("binding "+binding+" scheduled for its latest spec", func() (bool, string) {
-		rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).Get(e.ctx, binding, metav1.GetOptions{})
+	e.Eventually("binding "+binding+" scheduled for its latest spec", func() (bool, string) {
+		rb, err := e.C.Karmada.WorkV1alpha2().ResourceBindings(e.NS).Get(e.Ctx, binding, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -121,18 +116,18 @@ func (e *env) settledBinding(binding string) map[string]int32 {
 // member1 is unknown, and the pass's one-second threshold has passed. It
 // returns how many replicas are stranded in member1.
 func (e *env) strandInMember1(binding, name string, waitPods func(member, name string, want podCounts)) int {
-	e.t.Helper()
+	e.T.Helper()
 	before := e.settledBinding(binding)
-	e.t.Logf("%s placed %v", name, before)
-	require.GreaterOrEqual(e.t, before["member1"], int32(1), "the example starts with a replica in member1")
+	e.T.Logf("%s placed %v", name, before)
+	require.GreaterOrEqual(e.T, before["member1"], int32(1), "the example starts with a replica in member1")
 	for member, n := range before {
-		waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+		waitPods(member, name, podCounts{Ready: int(n), Total: int(n)})
 	}
 
 	e.cordonAll("member1")
 	e.deletePods("member1", name)
 	want := int(before["member1"])
-	waitPods("member1", name, podCounts{unschedulable: want, total: want})
+	waitPods("member1", name, podCounts{Unschedulable: want, Total: want})
 	e.bindingReadyUnknown(binding, "member1")
 	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
 	return want
@@ -141,23 +136,23 @@ func (e *env) strandInMember1(binding, name string, waitPods func(member, name s
 // movedOffMember1 checks the placement after an evicting pass: nothing left
 // in member1, the three replicas in member2 and member3, and running there.
 func (e *env) movedOffMember1(binding, name string, waitPods func(member, name string, want podCounts)) {
-	e.t.Helper()
+	e.T.Helper()
 	after := e.settledBinding(binding)
-	e.t.Logf("%s placed %v after the pass", name, after)
-	assert.NotContains(e.t, after, "member1")
-	assert.Equal(e.t, int32(3), after["member2"]+after["member3"])
+	e.T.Logf("%s placed %v after the pass", name, after)
+	assert.NotContains(e.T, after, "member1")
+	assert.Equal(e.T, int32(3), after["member2"]+after["member3"])
 	waitPods("member1", name, podCounts{})
 	for member, n := range after {
-		waitPods(member, name, podCounts{ready: int(n), total: int(n)})
+		waitPods(member, name, podCounts{Ready: int(n), Total: int(n)})
 	}
 }
 
 // bindingReadyUnknown waits until cluster has reported a status for the
 // binding without a ready count: nothing ready there.
 func (e *env) bindingReadyUnknown(binding, cluster string) {
-	e.t.Helper()
-	e.eventually("no ready replicas of "+binding+" in "+cluster, func() (bool, string) {
-		rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).Get(e.ctx, binding, metav1.GetOptions{})
+	e.T.Helper()
+	e.Eventually("no ready replicas of "+binding+" in "+cluster, func() (bool, string) {
+		rb, err := e.C.Karmada.WorkV1alpha2().ResourceBindings(e.NS).Get(e.Ctx, binding, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -181,22 +176,22 @@ func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
 	// Not parallel: cordoning member1 must not disturb the other tests.
 	e := namespacedEnv(t, "seed-sts")
 	const name, binding = "web", "web-statefulset"
-	e.kindPolicy("apps/v1", "StatefulSet", name, dynamicWeight("member1", "member2", "member3"))
-	_, err := e.c.Kube.AppsV1().StatefulSets(e.ns).Create(e.ctx, statefulSet(e.ns, name, 3), metav1.CreateOptions{})
+	e.kindPolicy("apps/v1", "StatefulSet", name, deschedtest.DynamicWeight("member1", "member2", "member3"))
+	_, err := e.C.Kube.AppsV1().StatefulSets(e.NS).Create(e.Ctx, statefulSet(e.NS, name, 3), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	// The StatefulSet controller recreates the pod, which member1 cannot place.
-	want := e.strandInMember1(binding, name, e.waitPods)
+	want := e.strandInMember1(binding, name, e.WaitPods)
 
-	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "1s")
+	code, stdout, stderr := e.Run("-n", e.NS, "--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`%s\s+member1\s+%d\s+<unknown>\s+%d\s+0\s+evict`, binding, want, want), stdout)
 	assert.Contains(t, stderr, fmt.Sprintf("descheduled 1 binding(s) moving %d replica(s)", want))
 
-	e.movedOffMember1(binding, name, e.waitPods)
+	e.movedOffMember1(binding, name, e.WaitPods)
 
 	// A later pass finds nothing to do: nothing bounced back.
-	code, report := e.runJSON("--unschedulable-threshold", "1s")
+	code, report := e.RunJSON("--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Zero(t, report.Summary.EvictedReplicas)
 	for _, b := range report.Bindings {
@@ -205,15 +200,15 @@ func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
 
 	// --kinds leaves StatefulSets out of scope; the opt-out annotation on
 	// the template skips the binding, with its reason.
-	code, report = e.runJSON("--kinds", "deployments.apps")
+	code, report = e.RunJSON("--kinds", "deployments.apps")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Zero(t, report.Summary.Listed)
-	sts, err := e.c.Kube.AppsV1().StatefulSets(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	sts, err := e.C.Kube.AppsV1().StatefulSets(e.NS).Get(e.Ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
 	metav1.SetMetaDataAnnotation(&sts.ObjectMeta, deschedule.SkipAnnotation, "true")
-	_, err = e.c.Kube.AppsV1().StatefulSets(e.ns).Update(e.ctx, sts, metav1.UpdateOptions{})
+	_, err = e.C.Kube.AppsV1().StatefulSets(e.NS).Update(e.Ctx, sts, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	code, report = e.runJSON("--kinds", "sts")
+	code, report = e.RunJSON("--kinds", "sts")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, 1, report.Summary.Listed)
 	assert.Empty(t, report.Bindings)

@@ -17,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
@@ -31,54 +31,50 @@ func seedEnv(t *testing.T) *env {
 	t.Helper()
 	cp := harness.Require(t)
 	require.True(t, cp.Members[0].EstimatorPort > 0, "the descheduler example needs karmada-scheduler-estimator, as its prerequisites say")
-	c, err := fixtures.NewClients(cp.Karmada)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	t.Cleanup(cancel)
-	return &env{t: t, cp: cp, c: c, ns: metav1.NamespaceDefault, ctx: ctx, members: map[string]kubernetes.Interface{}}
+	return &env{deschedtest.New(t, cp, metav1.NamespaceDefault)}
 }
 
 // createSeedExample creates the guide's PropagationPolicy and Deployment:
 // nginx, 3 replicas of 2 CPUs each, divided over member1..3 by available
 // replicas.
 func (e *env) createSeedExample() {
-	e.t.Helper()
+	e.T.Helper()
 	policy := &policyv1alpha1.PropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "nginx-propagation"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: "nginx-propagation"},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "nginx"}},
-			Placement:         dynamicWeight("member1", "member2", "member3"),
+			Placement:         deschedtest.DynamicWeight("member1", "member2", "member3"),
 		},
 	}
-	_, err := e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns).Create(e.ctx, policy, metav1.CreateOptions{})
-	require.NoError(e.t, err)
-	d := fixtures.Deployment(e.ns, "nginx", 3)
+	_, err := e.C.Karmada.PolicyV1alpha1().PropagationPolicies(e.NS).Create(e.Ctx, policy, metav1.CreateOptions{})
+	require.NoError(e.T, err)
+	d := fixtures.Deployment(e.NS, "nginx", 3)
 	d.Spec.Template.Spec.Containers[0].Name = "nginx"
 	d.Spec.Template.Spec.Containers[0].Image = "nginx"
 	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
-	e.createDeployment(d)
-	e.t.Cleanup(func() {
+	e.CreateDeployment(d)
+	e.T.Cleanup(func() {
 		ctx := context.Background()
-		_ = e.c.Kube.AppsV1().Deployments(e.ns).Delete(ctx, "nginx", metav1.DeleteOptions{})
-		_ = e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns).Delete(ctx, "nginx-propagation", metav1.DeleteOptions{})
+		_ = e.C.Kube.AppsV1().Deployments(e.NS).Delete(ctx, "nginx", metav1.DeleteOptions{})
+		_ = e.C.Karmada.PolicyV1alpha1().PropagationPolicies(e.NS).Delete(ctx, "nginx-propagation", metav1.DeleteOptions{})
 	})
 }
 
 // cordonAll marks every node of member unschedulable, as `kubectl cordon`
 // does, and undoes it when the test ends.
 func (e *env) cordonAll(member string) {
-	e.t.Helper()
-	client := e.member(member)
-	nodes, err := client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
-	require.NoError(e.t, err)
-	require.NotEmpty(e.t, nodes.Items)
+	e.T.Helper()
+	client := e.Member(member)
+	nodes, err := client.CoreV1().Nodes().List(e.Ctx, metav1.ListOptions{})
+	require.NoError(e.T, err)
+	require.NotEmpty(e.T, nodes.Items)
 	patch := func(unschedulable bool) []byte {
 		return fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, unschedulable)
 	}
 	for _, n := range nodes.Items {
-		_, err := client.CoreV1().Nodes().Patch(e.ctx, n.Name, types.StrategicMergePatchType, patch(true), metav1.PatchOptions{})
-		require.NoError(e.t, err)
-		e.t.Cleanup(func() {
+		_, err := client.CoreV1().Nodes().Patch(e.Ctx, n.Name, types.StrategicMergePatchType, patch(true), metav1.PatchOptions{})
+		require.NoError(e.T, err)
+		e.T.Cleanup(func() {
 			_, _ = client.CoreV1().Nodes().Patch(context.Background(), n.Name, types.StrategicMergePatchType, patch(false), metav1.PatchOptions{})
 		})
 	}
@@ -86,14 +82,14 @@ func (e *env) cordonAll(member string) {
 
 // deletePods deletes the pods of Deployment name in member.
 func (e *env) deletePods(member, name string) {
-	e.t.Helper()
-	client := e.member(member)
-	pods, err := client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-	require.NoError(e.t, err)
+	e.T.Helper()
+	client := e.Member(member)
+	pods, err := client.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	require.NoError(e.T, err)
 	for _, p := range pods.Items {
-		err := client.CoreV1().Pods(e.ns).Delete(e.ctx, p.Name, metav1.DeleteOptions{})
+		err := client.CoreV1().Pods(e.NS).Delete(e.Ctx, p.Name, metav1.DeleteOptions{})
 		if !apierrors.IsNotFound(err) {
-			require.NoError(e.t, err)
+			require.NoError(e.T, err)
 		}
 	}
 }
@@ -101,10 +97,10 @@ func (e *env) deletePods(member, name string) {
 // settledPlacement waits until karmada-scheduler has answered the binding's
 // latest spec with a success, and returns its placement.
 func (e *env) settledPlacement(name string) map[string]int32 {
-	e.t.Helper()
+	e.T.Helper()
 	var placement map[string]int32
-	e.eventually("binding of "+name+" scheduled for its latest spec", func() (bool, string) {
-		rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).Get(e.ctx, name+"-deployment", metav1.GetOptions{})
+	e.Eventually("binding of "+name+" scheduled for its latest spec", func() (bool, string) {
+		rb, err := e.C.Karmada.WorkV1alpha2().ResourceBindings(e.NS).Get(e.Ctx, name+"-deployment", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -140,7 +136,7 @@ func TestDescheduleSeedExample(t *testing.T) {
 	t.Logf("nginx placed %v", before)
 	require.GreaterOrEqual(t, before["member1"], int32(1), "the example starts with a replica in member1")
 	for member, n := range before {
-		e.waitPods(member, "nginx", podCounts{ready: int(n), total: int(n)})
+		e.WaitPods(member, "nginx", podCounts{Ready: int(n), Total: int(n)})
 	}
 
 	// Taint all nodes in member1 and evict the replica.
@@ -149,13 +145,13 @@ func TestDescheduleSeedExample(t *testing.T) {
 
 	// A new pod cannot be scheduled by member1's kube-scheduler.
 	want := int(before["member1"])
-	e.waitPods("member1", "nginx", podCounts{unschedulable: want, total: want})
+	e.WaitPods("member1", "nginx", podCounts{Unschedulable: want, Total: want})
 	// Karmada reflects the member's status: no ready replica there.
 	e.bindingReadyUnknown("nginx-deployment", "member1")
 	// Past the one-second threshold the command is given.
 	time.Sleep(2 * time.Second)
 
-	code, stdout, stderr := e.run("--unschedulable-threshold", "1s")
+	code, stdout, stderr := e.Run("--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code, stderr)
 	assert.Regexp(t, fmt.Sprintf(`nginx-deployment\s+member1\s+%d\s+<unknown>\s+%d\s+0\s+evict`, want, want), stdout)
 	assert.Contains(t, stderr, fmt.Sprintf("descheduled 1 binding(s) moving %d replica(s)", want))
@@ -166,19 +162,19 @@ func TestDescheduleSeedExample(t *testing.T) {
 	t.Logf("nginx placed %v after the pass", after)
 	assert.NotContains(t, after, "member1")
 	assert.Equal(t, int32(3), after["member2"]+after["member3"])
-	e.waitPods("member1", "nginx", podCounts{})
+	e.WaitPods("member1", "nginx", podCounts{})
 	for member, n := range after {
-		e.waitPods(member, "nginx", podCounts{ready: int(n), total: int(n)})
+		e.WaitPods(member, "nginx", podCounts{Ready: int(n), Total: int(n)})
 	}
 
 	// A later pass finds nothing to do: nothing bounced back.
-	code, report := e.runJSON("--unschedulable-threshold", "1s")
+	code, report := e.RunJSON("--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Zero(t, report.Summary.EvictedReplicas)
 	for _, b := range report.Bindings {
 		assert.NotEqual(t, deschedule.OutcomeBouncedBack, b.Outcome, "%s", b.Name)
 	}
-	rb := e.binding("nginx")
+	rb := e.Binding("nginx")
 	assert.Equal(t, after, maps.Collect(func(yield func(string, int32) bool) {
 		for _, tc := range rb.Spec.Clusters {
 			if tc.Replicas > 0 && !yield(tc.Name, tc.Replicas) {

@@ -1,11 +1,9 @@
 package noestimator
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,55 +18,32 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
 // bounceEnv is the bounce test's view of the control plane: it runs in the
 // default namespace, as the descheduler guide's example does.
-type bounceEnv struct {
-	t   *testing.T
-	cp  *harness.ControlPlane
-	c   *fixtures.Clients
-	ctx context.Context
-}
-
-func (e *bounceEnv) member(name string) kubernetes.Interface {
-	client, err := kubernetes.NewForConfig(e.cp.Member(name).Config)
-	require.NoError(e.t, err)
-	return client
-}
-
-func (e *bounceEnv) eventually(what string, check func() (bool, string)) {
-	e.t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(e.ctx, 500*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		ok, desc := check()
-		last = desc
-		return ok, nil
-	})
-	require.NoError(e.t, err, "waiting for %s: last seen %s", what, last)
-}
+type bounceEnv struct{ *deschedtest.Env }
 
 func (e *bounceEnv) binding() *workv1alpha2.ResourceBinding {
-	e.t.Helper()
-	rb, err := e.c.Karmada.WorkV1alpha2().ResourceBindings("default").Get(e.ctx, "nginx-deployment", metav1.GetOptions{})
-	require.NoError(e.t, err)
+	e.T.Helper()
+	rb, err := e.C.Karmada.WorkV1alpha2().ResourceBindings("default").Get(e.Ctx, "nginx-deployment", metav1.GetOptions{})
+	require.NoError(e.T, err)
 	return rb
 }
 
 // settled waits until the scheduler answered the binding's latest spec and
 // returns the replicas it gave member1.
 func (e *bounceEnv) settled() (member1 int32, rb *workv1alpha2.ResourceBinding) {
-	e.t.Helper()
-	e.eventually("nginx scheduled for its latest spec", func() (bool, string) {
+	e.T.Helper()
+	e.Eventually("nginx scheduled for its latest spec", func() (bool, string) {
 		var err error
-		rb, err = e.c.Karmada.WorkV1alpha2().ResourceBindings("default").Get(e.ctx, "nginx-deployment", metav1.GetOptions{})
+		rb, err = e.C.Karmada.WorkV1alpha2().ResourceBindings("default").Get(e.Ctx, "nginx-deployment", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -89,9 +64,9 @@ func (e *bounceEnv) settled() (member1 int32, rb *workv1alpha2.ResourceBinding) 
 // unschedulableIn waits until n pods of nginx in member1 are Unschedulable,
 // and Karmada no longer reports any of them ready.
 func (e *bounceEnv) unschedulableIn(n int32) {
-	e.t.Helper()
-	e.eventually(fmt.Sprintf("%d unschedulable nginx pods in member1, none ready", n), func() (bool, string) {
-		pods, err := e.member("member1").CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
+	e.T.Helper()
+	e.Eventually(fmt.Sprintf("%d unschedulable nginx pods in member1, none ready", n), func() (bool, string) {
+		pods, err := e.Member("member1").CoreV1().Pods("default").List(e.Ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -117,17 +92,11 @@ func (e *bounceEnv) unschedulableIn(n int32) {
 }
 
 func (e *bounceEnv) pass() (int, *deschedule.PassReport, string) {
-	e.t.Helper()
-	var out, errOut bytes.Buffer
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	root := cmd.NewCmdRebalance(streams)
-	root.SetArgs([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--unschedulable-threshold", "1s", "-o", "json"})
-	root.SetContext(e.ctx)
-	code := cmd.Execute(root, streams)
-	e.t.Logf("exit %d\n--- stdout\n%s--- stderr\n%s", code, out.String(), errOut.String())
+	e.T.Helper()
+	code, stdout, stderr := e.Run("--unschedulable-threshold", "1s", "-o", "json")
 	report := &deschedule.PassReport{}
-	require.NoError(e.t, json.Unmarshal(out.Bytes(), report), out.String())
-	return code, report, errOut.String()
+	require.NoError(e.T, json.Unmarshal([]byte(stdout), report), stdout)
+	return code, report, stderr
 }
 
 // TestBounceBackWithoutEstimator runs the descheduler guide's example on a
@@ -137,9 +106,7 @@ func (e *bounceEnv) pass() (int, *deschedule.PassReport, string) {
 // next pass reports the bounce once and writes nothing to the placement.
 func TestBounceBackWithoutEstimator(t *testing.T) {
 	cp := harness.Require(t)
-	c, err := fixtures.NewClients(cp.Karmada)
-	require.NoError(t, err)
-	e := &bounceEnv{t: t, cp: cp, c: c, ctx: fixtures.TestContext(t)}
+	e := &bounceEnv{deschedtest.New(t, cp, metav1.NamespaceDefault)}
 
 	// A large member1 node, counted in its Cluster's resource summary.
 	big := &corev1.Node{
@@ -148,26 +115,26 @@ func TestBounceBackWithoutEstimator(t *testing.T) {
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("500")},
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("500")}},
 	}
-	_, err = e.member("member1").CoreV1().Nodes().Create(e.ctx, big, metav1.CreateOptions{})
+	_, err := e.Member("member1").CoreV1().Nodes().Create(e.Ctx, big, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// The other tests of the package need member1 as it was: uncordoned,
 	// without the large node, and without nginx.
 	t.Cleanup(func() {
 		ctx := context.Background()
-		_ = c.Kube.AppsV1().Deployments("default").Delete(ctx, "nginx", metav1.DeleteOptions{})
-		_ = c.Karmada.PolicyV1alpha1().PropagationPolicies("default").Delete(ctx, "nginx-propagation", metav1.DeleteOptions{})
-		_ = e.member("member1").CoreV1().Nodes().Delete(ctx, big.Name, metav1.DeleteOptions{})
-		nodes, err := e.member("member1").CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		_ = e.C.Kube.AppsV1().Deployments("default").Delete(ctx, "nginx", metav1.DeleteOptions{})
+		_ = e.C.Karmada.PolicyV1alpha1().PropagationPolicies("default").Delete(ctx, "nginx-propagation", metav1.DeleteOptions{})
+		_ = e.Member("member1").CoreV1().Nodes().Delete(ctx, big.Name, metav1.DeleteOptions{})
+		nodes, err := e.Member("member1").CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return
 		}
 		for _, n := range nodes.Items {
-			_, _ = e.member("member1").CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{})
+			_, _ = e.Member("member1").CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{})
 		}
 		// Wait until Karmada no longer counts the large node, which would
 		// draw the next tests' replicas to member1.
-		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-			cluster, err := c.Karmada.ClusterV1alpha1().Clusters().Get(ctx, "member1", metav1.GetOptions{})
+		_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, deschedtest.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+			cluster, err := e.C.Karmada.ClusterV1alpha1().Clusters().Get(ctx, "member1", metav1.GetOptions{})
 			if err != nil || cluster.Status.ResourceSummary == nil {
 				return false, nil
 			}
@@ -175,8 +142,8 @@ func TestBounceBackWithoutEstimator(t *testing.T) {
 			return cpu.Cmp(resource.MustParse("1000")) < 0, nil
 		})
 	})
-	e.eventually("member1's resource summary to count the large node", func() (bool, string) {
-		cluster, err := c.Karmada.ClusterV1alpha1().Clusters().Get(e.ctx, "member1", metav1.GetOptions{})
+	e.Eventually("member1's resource summary to count the large node", func() (bool, string) {
+		cluster, err := e.C.Karmada.ClusterV1alpha1().Clusters().Get(e.Ctx, "member1", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -203,23 +170,23 @@ func TestBounceBackWithoutEstimator(t *testing.T) {
 			},
 		},
 	}
-	_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies("default").Create(e.ctx, policy, metav1.CreateOptions{})
+	_, err = e.C.Karmada.PolicyV1alpha1().PropagationPolicies("default").Create(e.Ctx, policy, metav1.CreateOptions{})
 	require.NoError(t, err)
 	d := fixtures.Deployment("default", "nginx", 3)
 	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
-	_, err = c.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{})
+	_, err = e.C.Kube.AppsV1().Deployments("default").Create(e.Ctx, d, metav1.CreateOptions{})
 	require.NoError(t, err)
 	inMember1, _ := e.settled()
 	require.Positive(t, inMember1, "the large node draws replicas to member1")
 
 	// Cordon every node of member1 and delete its nginx pods.
-	nodes, err := e.member("member1").CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	nodes, err := e.Member("member1").CoreV1().Nodes().List(e.Ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, n := range nodes.Items {
-		_, err := e.member("member1").CoreV1().Nodes().Patch(e.ctx, n.Name, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+		_, err := e.Member("member1").CoreV1().Nodes().Patch(e.Ctx, n.Name, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 	}
-	require.NoError(t, e.member("member1").CoreV1().Pods("default").DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=nginx"}))
+	require.NoError(t, e.Member("member1").CoreV1().Pods("default").DeleteCollection(e.Ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=nginx"}))
 	e.unschedulableIn(inMember1)
 
 	// First pass: the replicas member1 cannot run are evicted...
@@ -252,7 +219,7 @@ func TestBounceBackWithoutEstimator(t *testing.T) {
 	assert.Equal(t, generation, e.binding().Generation, "the placement is not written again")
 
 	warnings := func() int {
-		events, err := c.Kube.CoreV1().Events("default").List(e.ctx, metav1.ListOptions{
+		events, err := e.C.Kube.CoreV1().Events("default").List(e.Ctx, metav1.ListOptions{
 			FieldSelector: fields.Set{"reason": deschedule.ReasonDescheduleBouncedBack}.String(),
 		})
 		require.NoError(t, err)

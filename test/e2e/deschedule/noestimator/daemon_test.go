@@ -92,23 +92,23 @@ type daemon struct {
 
 // startDaemon starts the binary with JSON logs against the control plane.
 func (e *env) startDaemon(name string, args ...string) *daemon {
-	e.t.Helper()
-	return e.startProcess(name, append([]string{"deschedule", "--kubeconfig", e.cp.Kubeconfig, "--logging-format=json"}, args...)...)
+	e.T.Helper()
+	return e.startProcess(name, append([]string{"deschedule", "--kubeconfig", e.CP.Kubeconfig, "--logging-format=json"}, args...)...)
 }
 
 // startProcess starts the binary with exactly args.
 func (e *env) startProcess(name string, args ...string) *daemon {
-	e.t.Helper()
-	return e.startBinary(name, pluginBinary(e.t), args...)
+	e.T.Helper()
+	return e.startBinary(name, pluginBinary(e.T), args...)
 }
 
 // startBinary starts the program at path with args.
 func (e *env) startBinary(name, path string, args ...string) *daemon {
-	e.t.Helper()
-	d := &daemon{t: e.t, name: name, cmd: exec.Command(path, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	e.T.Helper()
+	d := &daemon{t: e.T, name: name, cmd: exec.Command(path, args...), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	d.cmd.Stdout = io.Discard
 	d.cmd.Stderr = d.stderr
-	require.NoError(e.t, d.cmd.Start())
+	require.NoError(e.T, d.cmd.Start())
 	go func() {
 		defer close(d.done)
 		err := d.cmd.Wait()
@@ -121,14 +121,14 @@ func (e *env) startBinary(name, path string, args ...string) *daemon {
 			d.code = -1
 		}
 	}()
-	e.t.Cleanup(func() {
+	e.T.Cleanup(func() {
 		select {
 		case <-d.done:
 		default:
 			_ = d.cmd.Process.Kill()
 			<-d.done
 		}
-		e.t.Logf("daemon %s logs:\n%s", d.name, d.stderr.String())
+		e.T.Logf("daemon %s logs:\n%s", d.name, d.stderr.String())
 	})
 	return d
 }
@@ -232,7 +232,7 @@ func (d *daemon) passes() float64 {
 
 // holder reads who holds the Lease name in namespace.
 func (e *env) holder(namespace, name string) string {
-	lease, err := e.c.Kube.CoordinationV1().Leases(namespace).Get(e.ctx, name, metav1.GetOptions{})
+	lease, err := e.C.Kube.CoordinationV1().Leases(namespace).Get(e.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}
@@ -248,15 +248,15 @@ func TestDescheduleLeaderElection(t *testing.T) {
 	e := newEnv(t, "leader")
 	e.stuck("member3", 1, "web")
 	args := []string{
-		"-n", e.ns, "--interval=1s", "--dry-run=client", "--unschedulable-threshold=0s",
-		"--leader-elect", "--leader-elect-resource-namespace", e.ns,
+		"-n", e.NS, "--interval=1s", "--dry-run=client", "--unschedulable-threshold=0s",
+		"--leader-elect", "--leader-elect-resource-namespace", e.NS,
 		// Long enough that an unreleased lease would show: 20s.
 		"--leader-elect-lease-duration=20s", "--leader-elect-renew-deadline=15s", "--leader-elect-retry-period=500ms",
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0",
 	}
 	a := e.startDaemon("a", append(args, "--leader-elect-identity=a")...)
-	e.eventually("a leading", func() (bool, string) {
-		h := e.holder(e.ns, deschedule.DefaultLeaseName)
+	e.Eventually("a leading", func() (bool, string) {
+		h := e.holder(e.NS, deschedule.DefaultLeaseName)
 		return h == deschedule.HolderIdentity("a"), "holder " + h
 	})
 	b := e.startDaemon("b", append(args, "--leader-elect-identity=b")...)
@@ -284,13 +284,13 @@ func TestDescheduleLeaderElection(t *testing.T) {
 	stopped := time.Now()
 	assert.Equal(t, 0, a.stop(syscall.SIGTERM, 30*time.Second))
 	a.waitLog("released the lease", time.Second)
-	e.eventually("b leading", func() (bool, string) {
-		h := e.holder(e.ns, deschedule.DefaultLeaseName)
+	e.Eventually("b leading", func() (bool, string) {
+		h := e.holder(e.NS, deschedule.DefaultLeaseName)
 		return h == deschedule.HolderIdentity("b"), "holder " + h
 	})
 	assert.Less(t, time.Since(stopped), 15*time.Second, "the standby took over before the 20s lease ran out")
 	b.waitLog("pass finished", time.Minute)
-	e.eventually("b passing", func() (bool, string) {
+	e.Eventually("b passing", func() (bool, string) {
 		return b.passes() > 0, fmt.Sprint(b.passes())
 	})
 	assert.Equal(t, 1.0, b.metric("kubectl_rebalance_deschedule_leader"))
@@ -308,8 +308,8 @@ func TestDescheduleSignals(t *testing.T) {
 	names := []string{"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}
 	e.stuck("member2", 1, names...)
 
-	d := e.startDaemon("slow", "-n", e.ns, "--interval=1h", "--unschedulable-threshold=0s", "--qps=1", "--burst=1", "--leader-elect=false")
-	e.eventually("a first binding written", func() (bool, string) {
+	d := e.startDaemon("slow", "-n", e.NS, "--interval=1h", "--unschedulable-threshold=0s", "--qps=1", "--burst=1", "--leader-elect=false")
+	e.Eventually("a first binding written", func() (bool, string) {
 		for _, name := range names {
 			if len(e.events("ResourceBinding", name+"-deployment")) > 0 {
 				return true, name
@@ -335,7 +335,7 @@ func TestDescheduleSignals(t *testing.T) {
 	assert.GreaterOrEqual(t, written, 1)
 	assert.Less(t, written, len(names), "the stop came before the last binding")
 
-	idle := e.startDaemon("idle", "-n", e.ns, "--interval=1h", "--dry-run=client", "--leader-elect=false")
+	idle := e.startDaemon("idle", "-n", e.NS, "--interval=1h", "--dry-run=client", "--leader-elect=false")
 	idle.waitLog("pass finished", time.Minute)
 	start := time.Now()
 	assert.Equal(t, 0, idle.stop(syscall.SIGTERM, 10*time.Second))

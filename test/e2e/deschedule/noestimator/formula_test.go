@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 )
 
 func rollingUpdate(maxSurge, maxUnavailable int) appsv1.DeploymentStrategy {
@@ -31,13 +32,13 @@ func rollingUpdate(maxSurge, maxUnavailable int) appsv1.DeploymentStrategy {
 // assertEvents checks that the pass recorded message once on the binding of
 // Deployment name and once on the Deployment, as karmada-descheduler does.
 func (e *env) assertEvents(name, message string) {
-	e.t.Helper()
+	e.T.Helper()
 	for kind, object := range map[string]string{"ResourceBinding": name + "-deployment", "Deployment": name} {
 		events := e.events(kind, object)
-		require.Len(e.t, events, 1, "events on %s %s", kind, object)
-		assert.Equal(e.t, corev1.EventTypeNormal, events[0].Type)
-		assert.Equal(e.t, deschedule.ReasonDescheduleSucceed, events[0].Reason)
-		assert.Equal(e.t, message, events[0].Message)
+		require.Len(e.T, events, 1, "events on %s %s", kind, object)
+		assert.Equal(e.T, corev1.EventTypeNormal, events[0].Type)
+		assert.Equal(e.T, deschedule.ReasonDescheduleSucceed, events[0].Reason)
+		assert.Equal(e.T, message, events[0].Message)
 	}
 }
 
@@ -54,19 +55,19 @@ func TestDescheduleFormula(t *testing.T) {
 		e := newEnv(t, "floor")
 		d := e.workload("web", 3)
 		d.Spec.Strategy = rollingUpdate(1, 1)
-		e.createDeployment(d)
-		e.createPolicy("web", aggregated("member1"), "web")
+		e.CreateDeployment(d)
+		e.createPolicy("web", deschedtest.Aggregated("member1"), "web")
 		e.waitPlacement("web", "{member1:3}")
 		e.node("member1", 3)
-		e.waitPods("member1", "web", podCounts{ready: 3, total: 3})
+		e.WaitPods("member1", "web", podCounts{Ready: 3, Total: 3})
 
 		e.updateDeployment("web", func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.NodeSelector["deschedule-e2e/variant"] = "v2" // no node has it
 		})
-		e.waitPods("member1", "web", podCounts{ready: 2, unschedulable: 2, total: 4})
+		e.WaitPods("member1", "web", podCounts{Ready: 2, Unschedulable: 2, Total: 4})
 		e.waitReady("web", "member1", int32p(2))
 
-		code, report := e.runJSON("--unschedulable-threshold", "0s")
+		code, report := e.RunJSON("--unschedulable-threshold", "0s")
 		require.Equal(t, cmd.ExitOK, code)
 		b := bindingOf(t, report, "web")
 		assert.Equal(t, deschedule.ClusterReport{
@@ -86,21 +87,21 @@ func TestDescheduleFormula(t *testing.T) {
 		e := newEnv(t, "oldrs")
 		d := e.workload("web", 3)
 		d.Spec.Strategy = rollingUpdate(1, 0)
-		e.createDeployment(d)
-		e.createPolicy("web", aggregated("member2"), "web")
+		e.CreateDeployment(d)
+		e.createPolicy("web", deschedtest.Aggregated("member2"), "web")
 		e.waitPlacement("web", "{member2:3}")
-		e.waitPods("member2", "web", podCounts{unschedulable: 3, total: 3})
+		e.WaitPods("member2", "web", podCounts{Unschedulable: 3, Total: 3})
 
 		e.updateDeployment("web", func(d *appsv1.Deployment) {
 			d.Spec.Template.Annotations = map[string]string{"deschedule-e2e/revision": "2"}
 		})
-		e.waitPods("member2", "web", podCounts{unschedulable: 4, total: 4})
+		e.WaitPods("member2", "web", podCounts{Unschedulable: 4, Total: 4})
 		e.waitReady("web", "member2", nil)
-		replicaSets, err := e.member("member2").AppsV1().ReplicaSets(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		replicaSets, err := e.Member("member2").AppsV1().ReplicaSets(e.NS).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		require.NoError(t, err)
 		require.Len(t, replicaSets.Items, 2, "the old and the current ReplicaSet")
 
-		code, report := e.runJSON("--unschedulable-threshold", "0s")
+		code, report := e.RunJSON("--unschedulable-threshold", "0s")
 		require.Equal(t, cmd.ExitOK, code)
 		b := bindingOf(t, report, "web")
 		assert.Equal(t, deschedule.ClusterReport{
@@ -115,13 +116,13 @@ func TestDescheduleFormula(t *testing.T) {
 	t.Run("unknown ready and threshold", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, "unknown")
-		e.createDeployment(e.workload("web", 2))
-		e.createPolicy("web", aggregated("member3"), "web")
+		e.CreateDeployment(e.workload("web", 2))
+		e.createPolicy("web", deschedtest.Aggregated("member3"), "web")
 		e.waitPlacement("web", "{member3:2}")
-		e.waitPods("member3", "web", podCounts{unschedulable: 2, total: 2})
+		e.WaitPods("member3", "web", podCounts{Unschedulable: 2, Total: 2})
 		e.waitReady("web", "member3", nil)
 
-		code, report := e.runJSON()
+		code, report := e.RunJSON()
 		require.Equal(t, cmd.ExitOK, code)
 		assert.Equal(t, "5m0s", report.UnschedulableThreshold)
 		b := bindingOf(t, report, "web")
@@ -131,7 +132,7 @@ func TestDescheduleFormula(t *testing.T) {
 		assert.Equal(t, deschedule.OutcomeUnchanged, b.Outcome)
 		assert.Empty(t, e.events("ResourceBinding", "web-deployment"))
 
-		code, report = e.runJSON("--unschedulable-threshold", "0s")
+		code, report = e.RunJSON("--unschedulable-threshold", "0s")
 		require.Equal(t, cmd.ExitOK, code)
 		b = bindingOf(t, report, "web")
 		assert.Equal(t, deschedule.ClusterReport{
@@ -146,26 +147,26 @@ func TestDescheduleFormula(t *testing.T) {
 	t.Run("unschedulable above spec", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, "overspec")
-		e.createDeployment(e.workload("web", 4))
-		e.createPolicy("web", aggregated("member1"), "web")
+		e.CreateDeployment(e.workload("web", 4))
+		e.createPolicy("web", deschedtest.Aggregated("member1"), "web")
 		e.waitPlacement("web", "{member1:4}")
-		e.waitPods("member1", "web", podCounts{unschedulable: 4, total: 4})
+		e.WaitPods("member1", "web", podCounts{Unschedulable: 4, Total: 4})
 
-		policies := e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns)
-		policy, err := policies.Get(e.ctx, "web", metav1.GetOptions{})
+		policies := e.C.Karmada.PolicyV1alpha1().PropagationPolicies(e.NS)
+		policy, err := policies.Get(e.Ctx, "web", metav1.GetOptions{})
 		require.NoError(t, err)
 		policy.Spec.Suspension = &policyv1alpha1.Suspension{Dispatching: ptr.To(true)}
-		_, err = policies.Update(e.ctx, policy, metav1.UpdateOptions{})
+		_, err = policies.Update(e.Ctx, policy, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		e.eventually("dispatching suspended on the binding", func() (bool, string) {
-			s := e.binding("web").Spec.Suspension
+		e.Eventually("dispatching suspended on the binding", func() (bool, string) {
+			s := e.Binding("web").Spec.Suspension
 			return s != nil && ptr.Deref(s.Dispatching, false), fmt.Sprintf("%+v", s)
 		})
 		e.updateDeployment("web", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](2) })
 		e.waitPlacement("web", "{member1:2}")
 		e.waitReady("web", "member1", nil)
 
-		code, report := e.runJSON("--unschedulable-threshold", "0s")
+		code, report := e.RunJSON("--unschedulable-threshold", "0s")
 		require.Equal(t, cmd.ExitOK, code)
 		b := bindingOf(t, report, "web")
 		assert.Equal(t, deschedule.ClusterReport{
@@ -182,8 +183,8 @@ func TestDescheduleFormula(t *testing.T) {
 	t.Run("several clusters", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, "multi")
-		e.createDeployment(e.workload("web", 6))
-		e.createPolicy("web", dynamicWeight("member1", "member2", "member3"), "web")
+		e.CreateDeployment(e.workload("web", 6))
+		e.createPolicy("web", deschedtest.DynamicWeight("member1", "member2", "member3"), "web")
 		rb := e.waitScheduled("web")
 		require.Len(t, rb.Spec.Clusters, 3, "6 replicas over 3 roomy clusters use all three")
 		byShare := append(rb.Spec.Clusters[:0:0], rb.Spec.Clusters...)
@@ -193,14 +194,14 @@ func TestDescheduleFormula(t *testing.T) {
 
 		e.node(short.Name, int(short.Replicas-1))
 		e.node(full.Name, int(full.Replicas))
-		e.waitPods(short.Name, "web", podCounts{ready: int(short.Replicas - 1), unschedulable: 1, total: int(short.Replicas)})
-		e.waitPods(full.Name, "web", podCounts{ready: int(full.Replicas), total: int(full.Replicas)})
-		e.waitPods(empty.Name, "web", podCounts{unschedulable: int(empty.Replicas), total: int(empty.Replicas)})
+		e.WaitPods(short.Name, "web", podCounts{Ready: int(short.Replicas - 1), Unschedulable: 1, Total: int(short.Replicas)})
+		e.WaitPods(full.Name, "web", podCounts{Ready: int(full.Replicas), Total: int(full.Replicas)})
+		e.WaitPods(empty.Name, "web", podCounts{Unschedulable: int(empty.Replicas), Total: int(empty.Replicas)})
 		e.waitReady("web", short.Name, int32p(short.Replicas-1))
 		e.waitReady("web", full.Name, int32p(full.Replicas))
 		e.waitReady("web", empty.Name, nil)
 
-		code, report := e.runJSON("--unschedulable-threshold", "0s")
+		code, report := e.RunJSON("--unschedulable-threshold", "0s")
 		require.Equal(t, cmd.ExitOK, code)
 		b := bindingOf(t, report, "web")
 		want := map[string]deschedule.ClusterReport{

@@ -59,19 +59,19 @@ func TestDescheduleBesideKarmadaDescheduler(t *testing.T) {
 	e.stuck("member3", 1, "web")
 	timings := []string{"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}
 	kd := e.startBinary("karmada-descheduler", karmadaDeschedulerBinary(t), append([]string{
-		"--kubeconfig", e.cp.Kubeconfig, "--leader-elect-resource-namespace", e.ns,
+		"--kubeconfig", e.CP.Kubeconfig, "--leader-elect-resource-namespace", e.NS,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--descheduling-interval=1h",
 	}, timings...)...)
 	var holder string
-	e.eventually("karmada-descheduler leading", func() (bool, string) {
-		holder = e.holder(e.ns, deschedule.DefaultLeaseName)
+	e.Eventually("karmada-descheduler leading", func() (bool, string) {
+		holder = e.holder(e.NS, deschedule.DefaultLeaseName)
 		return holder != "", "no holder"
 	})
 	assert.False(t, strings.HasPrefix(holder, deschedule.IdentityPrefix), holder)
 
 	// karmada-descheduler's own flag names.
-	args := append([]string{"-n", e.ns, "--descheduling-interval=1s", "--dry-run=client", "--unschedulable-threshold=0s",
-		"--leader-elect-resource-namespace", e.ns}, timings...)
+	args := append([]string{"-n", e.NS, "--descheduling-interval=1s", "--dry-run=client", "--unschedulable-threshold=0s",
+		"--leader-elect-resource-namespace", e.NS}, timings...)
 	refused := e.startDaemon("refused", args...)
 	select {
 	case <-refused.done:
@@ -79,7 +79,7 @@ func TestDescheduleBesideKarmadaDescheduler(t *testing.T) {
 		t.Fatalf("the daemon started beside karmada-descheduler:\n%s", refused.stderr.String())
 	}
 	assert.Equal(t, cmd.ExitError, refused.code)
-	assert.Contains(t, refused.stderr.String(), fmt.Sprintf("error: lease %s/karmada-descheduler is held by %q, which is not a kubectl-rebalance daemon", e.ns, holder))
+	assert.Contains(t, refused.stderr.String(), fmt.Sprintf("error: lease %s/karmada-descheduler is held by %q, which is not a kubectl-rebalance daemon", e.NS, holder))
 	assert.Contains(t, refused.stderr.String(), "pass --force")
 	assert.Empty(t, refused.logged("pass finished"))
 
@@ -89,11 +89,11 @@ func TestDescheduleBesideKarmadaDescheduler(t *testing.T) {
 	assert.Equal(t, holder, standby["leader"])
 	time.Sleep(3 * time.Second)
 	assert.Empty(t, forced.logged("pass finished"), "never active while karmada-descheduler leads")
-	assert.Equal(t, holder, e.holder(e.ns, deschedule.DefaultLeaseName))
+	assert.Equal(t, holder, e.holder(e.NS, deschedule.DefaultLeaseName))
 
 	require.NoError(t, kd.cmd.Process.Kill())
-	e.eventually("the daemon leading", func() (bool, string) {
-		h := e.holder(e.ns, deschedule.DefaultLeaseName)
+	e.Eventually("the daemon leading", func() (bool, string) {
+		h := e.holder(e.NS, deschedule.DefaultLeaseName)
 		return h == deschedule.HolderIdentity("forced"), "holder " + h
 	})
 	forced.waitLog("pass finished", time.Minute)

@@ -70,11 +70,11 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 	clusterRules := daemonRules(t, "deploy/karmada/rbac.yaml", "ClusterRole")
 	leaseRules := daemonRules(t, "deploy/karmada/rbac.yaml", "Role")
 	memberRules := daemonRules(t, "deploy/members/rbac.yaml", "ClusterRole")
-	ctx := e.ctx
+	ctx := e.Ctx
 
 	// The member side, for every user of this test.
 	const memberRole = "e2e-deschedule-minus-member"
-	for _, m := range e.cp.Members {
+	for _, m := range e.CP.Members {
 		member, err := kubernetes.NewForConfig(m.Config)
 		require.NoError(t, err)
 		_ = member.RbacV1().ClusterRoles().Delete(ctx, memberRole, metav1.DeleteOptions{})
@@ -86,7 +86,7 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 	}
 	grant := func(user string, cluster, lease []rbacv1.PolicyRule) {
 		name := strings.TrimSuffix(user, "@example.com")
-		kube := e.c.Kube
+		kube := e.C.Kube
 		subject := []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}
 		_ = kube.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
 		_ = kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
@@ -95,16 +95,16 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name}, Subjects: subject}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		_, err = kube.RbacV1().Roles(e.ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: lease}, metav1.CreateOptions{})
+		_, err = kube.RbacV1().Roles(e.NS).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: lease}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		_, err = kube.RbacV1().RoleBindings(e.ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		_, err = kube.RbacV1().RoleBindings(e.NS).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}, Subjects: subject}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
-		for _, m := range e.cp.Members {
+		for _, m := range e.CP.Members {
 			member, err := kubernetes.NewForConfig(m.Config)
 			require.NoError(t, err)
 			_ = member.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
@@ -118,13 +118,13 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 		time.Sleep(time.Second) // the authorizers' informers catch up
 	}
 	as := func(user string) []string {
-		return []string{"--as", user, "--as-group", "system:authenticated", "-n", e.ns}
+		return []string{"--as", user, "--as-group", "system:authenticated", "-n", e.NS}
 	}
 
 	// The whole role works: a dry-run pass with -l that would move web.
 	full := "e2e-deschedule-full@example.com"
 	grant(full, clusterRules, leaseRules)
-	code, _, stderr := e.run(append(as(full), "--dry-run=client", "-l", "app=web", "--unschedulable-threshold=0s")...)
+	code, _, stderr := e.Run(append(as(full), "--dry-run=client", "-l", "app=web", "--unschedulable-threshold=0s")...)
 	require.Equal(t, cmd.ExitOK, code, stderr)
 
 	for i, rule := range clusterRules {
@@ -147,11 +147,11 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 				case "create events":
 					args = append(as(user), "--unschedulable-threshold=0s") // a real write, so that events follow
 				}
-				code, _, stderr := e.run(args...)
+				code, _, stderr := e.Run(args...)
 				t.Logf("without %s: exit %d\n%s", label, code, stderr)
 				if label == "create events" {
 					assert.Equal(t, cmd.ExitOK, code, "the binding is written; only its events are refused")
-					assert.Contains(t, stderr, "warning: the events of binding "+e.ns+"/web-deployment were not recorded")
+					assert.Contains(t, stderr, "warning: the events of binding "+e.NS+"/web-deployment were not recorded")
 					assert.Contains(t, stderr, user)
 					return
 				}
@@ -172,7 +172,7 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 				user := fmt.Sprintf("e2e-deschedule-minus-lease-%d-%s@example.com", i, verb)
 				grant(user, clusterRules, minus(leaseRules, i, verb))
 				d := e.startDaemon("minus-"+verb, append(as(user), "--dry-run=client", "--interval=1h",
-					"--leader-elect-resource-namespace", e.ns, "--leader-elect-identity=minus-"+verb)...)
+					"--leader-elect-resource-namespace", e.NS, "--leader-elect-identity=minus-"+verb)...)
 				switch verb {
 				case "get":
 					// The check for a running karmada-descheduler reads the Lease first.
@@ -182,11 +182,11 @@ func TestDescheduleRBACEachPermission(t *testing.T) {
 						t.Fatalf("the daemon did not stop:\n%s", d.stderr.String())
 					}
 					assert.Equal(t, cmd.ExitError, d.code)
-					assert.Contains(t, d.stderr.String(), "cannot read lease "+e.ns+"/karmada-descheduler")
+					assert.Contains(t, d.stderr.String(), "cannot read lease "+e.NS+"/karmada-descheduler")
 					assert.Contains(t, d.stderr.String(), user)
 				case "create":
 					// Like every Kubernetes component, it keeps trying, says why, and never passes.
-					e.eventually("the refused Lease logged", func() (bool, string) {
+					e.Eventually("the refused Lease logged", func() (bool, string) {
 						s := d.stderr.String()
 						return strings.Contains(s, "forbidden") && strings.Contains(s, "leases"), "not yet"
 					})

@@ -76,14 +76,14 @@ func TestDescheduleRBAC(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "rbac")
 	e.stuck("member1", 2, "web")
-	applyManifest(t, e.cp.Karmada, "deploy/karmada/rbac.yaml")
+	applyManifest(t, e.CP.Karmada, "deploy/karmada/rbac.yaml")
 	as := []string{"--as", daemonUser}
 	for _, g := range daemonGroups {
 		as = append(as, "--as-group", g)
 	}
 
 	// Karmada lets the request through; member1 refuses the identity.
-	code, report := e.runJSON(append(as, "--unschedulable-threshold=0s")...)
+	code, report := e.RunJSON(append(as, "--unschedulable-threshold=0s")...)
 	assert.Equal(t, cmd.ExitFailed, code)
 	require.Len(t, report.ClusterErrors, 1)
 	assert.Equal(t, "member1", report.ClusterErrors[0].Cluster)
@@ -91,27 +91,27 @@ func TestDescheduleRBAC(t *testing.T) {
 	assert.Contains(t, report.ClusterErrors[0].Error, `User "`+daemonUser+`" cannot list resource "pods"`)
 	assert.Equal(t, deschedule.OutcomeBlocked, bindingOf(t, report, "web").Outcome)
 
-	for _, m := range e.cp.Members {
+	for _, m := range e.CP.Members {
 		applyManifest(t, m.Config, "deploy/members/rbac.yaml")
 		// Members refuse the identity again for the next run of the test.
 		t.Cleanup(func() { deleteManifest(t, m.Config, "deploy/members/rbac.yaml") })
 	}
-	code, report = e.runJSON(append(as, "--unschedulable-threshold=0s")...)
+	code, report = e.RunJSON(append(as, "--unschedulable-threshold=0s")...)
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, deschedule.OutcomeDescheduled, bindingOf(t, report, "web").Outcome)
 	e.assertEvents("web", "Binding has been descheduled, 2 replica(s) in cluster(member1), 2 total descheduled replica(s)")
 	// The selector lists Deployments' metadata in Karmada.
-	code, _ = e.runJSON(append(as, "--dry-run=client", "-l", "app=web")...)
+	code, _ = e.RunJSON(append(as, "--dry-run=client", "-l", "app=web")...)
 	require.Equal(t, cmd.ExitOK, code)
 
 	// Leader election: the daemon takes its Lease in karmada-system.
-	ctx, stop := context.WithCancel(e.ctx)
+	ctx, stop := context.WithCancel(e.Ctx)
 	done := make(chan int, 1)
 	go func() {
-		code, _, _ := e.runContext(ctx, append(as, "-n", e.ns, "--dry-run=client", "--interval=1h", "--leader-elect", "--leader-elect-identity=rbac-test")...)
+		code, _, _ := e.RunContext(ctx, append(as, "-n", e.NS, "--dry-run=client", "--interval=1h", "--leader-elect", "--leader-elect-identity=rbac-test")...)
 		done <- code
 	}()
-	e.eventually("the ServiceAccount holding the lease", func() (bool, string) {
+	e.Eventually("the ServiceAccount holding the lease", func() (bool, string) {
 		h := e.holder(deschedule.DefaultLeaseNamespace, deschedule.DefaultLeaseName)
 		return h == deschedule.HolderIdentity("rbac-test"), "holder " + h
 	})
@@ -124,61 +124,61 @@ func TestDescheduleRBAC(t *testing.T) {
 	}
 
 	// And nothing else.
-	daemon := asDaemon(e.cp.Karmada)
+	daemon := asDaemon(e.CP.Karmada)
 	karmada, err := karmadaclient.NewForConfig(daemon)
 	require.NoError(t, err)
 	kube, err := kubernetes.NewForConfig(daemon)
 	require.NoError(t, err)
 	member1, err := kubernetes.NewForConfig(deschedule.ClusterProxyConfig(daemon, "member1"))
 	require.NoError(t, err)
-	bindings := karmada.WorkV1alpha2().ResourceBindings(e.ns)
+	bindings := karmada.WorkV1alpha2().ResourceBindings(e.NS)
 	forbidden := map[string]error{}
 	forbid := func(what string, err error) { forbidden[what] = err }
-	forbid("delete a binding", bindings.Delete(e.ctx, "web-deployment", metav1.DeleteOptions{}))
-	_, err = bindings.Patch(e.ctx, "web-deployment", types.MergePatchType, []byte(`{"spec":{"replicas":9}}`), metav1.PatchOptions{})
+	forbid("delete a binding", bindings.Delete(e.Ctx, "web-deployment", metav1.DeleteOptions{}))
+	_, err = bindings.Patch(e.Ctx, "web-deployment", types.MergePatchType, []byte(`{"spec":{"replicas":9}}`), metav1.PatchOptions{})
 	forbid("patch a binding", err)
-	_, err = bindings.Create(e.ctx, &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	_, err = bindings.Create(e.Ctx, &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	forbid("create a binding", err)
-	_, err = karmada.WorkV1alpha2().ClusterResourceBindings().List(e.ctx, metav1.ListOptions{})
+	_, err = karmada.WorkV1alpha2().ClusterResourceBindings().List(e.Ctx, metav1.ListOptions{})
 	forbid("list clusterresourcebindings", err)
-	_, err = karmada.ClusterV1alpha1().Clusters().Get(e.ctx, "member1", metav1.GetOptions{})
+	_, err = karmada.ClusterV1alpha1().Clusters().Get(e.Ctx, "member1", metav1.GetOptions{})
 	forbid("get a cluster", err)
-	_, err = karmada.PolicyV1alpha1().PropagationPolicies(e.ns).List(e.ctx, metav1.ListOptions{})
+	_, err = karmada.PolicyV1alpha1().PropagationPolicies(e.NS).List(e.Ctx, metav1.ListOptions{})
 	forbid("list propagation policies", err)
-	_, err = kube.CoreV1().Secrets("karmada-cluster").Get(e.ctx, "member1", metav1.GetOptions{})
+	_, err = kube.CoreV1().Secrets("karmada-cluster").Get(e.Ctx, "member1", metav1.GetOptions{})
 	forbid("read the member credentials", err)
-	_, err = kube.CoreV1().Secrets("").List(e.ctx, metav1.ListOptions{})
+	_, err = kube.CoreV1().Secrets("").List(e.Ctx, metav1.ListOptions{})
 	forbid("list secrets", err)
-	_, err = kube.AppsV1().Deployments(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+	_, err = kube.AppsV1().Deployments(e.NS).Get(e.Ctx, "web", metav1.GetOptions{})
 	forbid("get a template", err)
-	err = kube.AppsV1().Deployments(e.ns).Delete(e.ctx, "web", metav1.DeleteOptions{})
+	err = kube.AppsV1().Deployments(e.NS).Delete(e.Ctx, "web", metav1.DeleteOptions{})
 	forbid("delete a template", err)
-	_, err = kube.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{})
+	_, err = kube.CoreV1().Events(e.NS).List(e.Ctx, metav1.ListOptions{})
 	forbid("list events", err)
-	_, err = kube.CoordinationV1().Leases("kube-system").Create(e.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	_, err = kube.CoordinationV1().Leases("kube-system").Create(e.Ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	forbid("create a lease elsewhere", err)
-	_, err = kube.CoordinationV1().Leases("karmada-system").Get(e.ctx, "karmada-scheduler", metav1.GetOptions{})
+	_, err = kube.CoordinationV1().Leases("karmada-system").Get(e.Ctx, "karmada-scheduler", metav1.GetOptions{})
 	forbid("read another lease", err)
-	_, err = member1.CoreV1().Secrets("kube-system").List(e.ctx, metav1.ListOptions{})
+	_, err = member1.CoreV1().Secrets("kube-system").List(e.Ctx, metav1.ListOptions{})
 	forbid("list member secrets", err)
-	err = member1.CoreV1().Pods(e.ns).DeleteCollection(e.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	err = member1.CoreV1().Pods(e.NS).DeleteCollection(e.Ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	forbid("delete member pods", err)
-	_, err = member1.AppsV1().Deployments(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
+	_, err = member1.AppsV1().Deployments(e.NS).Get(e.Ctx, "web", metav1.GetOptions{})
 	forbid("get a member deployment", err)
 	for what, err := range forbidden {
 		assert.True(t, apierrors.IsForbidden(err), "%s: want Forbidden, got %v", what, err)
 	}
 	// What a pass does, checked the same way.
-	_, err = bindings.List(e.ctx, metav1.ListOptions{})
+	_, err = bindings.List(e.Ctx, metav1.ListOptions{})
 	assert.NoError(t, err)
-	_, err = member1.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+	_, err = member1.CoreV1().Pods(e.NS).List(e.Ctx, metav1.ListOptions{})
 	assert.NoError(t, err)
 
 	// The token the in-cluster Deployment mounts authenticates as the same
 	// identity (Karmada's kube-controller-manager fills the Secret in).
 	var token []byte
-	e.eventually("the ServiceAccount token", func() (bool, string) {
-		s, err := e.c.Kube.CoreV1().Secrets("karmada-system").Get(e.ctx, tokenName, metav1.GetOptions{})
+	e.Eventually("the ServiceAccount token", func() (bool, string) {
+		s, err := e.C.Kube.CoreV1().Secrets("karmada-system").Get(e.Ctx, tokenName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -186,13 +186,13 @@ func TestDescheduleRBAC(t *testing.T) {
 		return len(token) > 0, "no token yet"
 	})
 	kubeconfig := clientcmdapi.NewConfig()
-	kubeconfig.Clusters["karmada"] = &clientcmdapi.Cluster{Server: e.cp.Karmada.Host, CertificateAuthorityData: e.cp.Karmada.CAData}
+	kubeconfig.Clusters["karmada"] = &clientcmdapi.Cluster{Server: e.CP.Karmada.Host, CertificateAuthorityData: e.CP.Karmada.CAData}
 	kubeconfig.AuthInfos["deschedule"] = &clientcmdapi.AuthInfo{Token: string(token)}
-	kubeconfig.Contexts["karmada-apiserver"] = &clientcmdapi.Context{Cluster: "karmada", AuthInfo: "deschedule", Namespace: e.ns}
+	kubeconfig.Contexts["karmada-apiserver"] = &clientcmdapi.Context{Cluster: "karmada", AuthInfo: "deschedule", Namespace: e.NS}
 	kubeconfig.CurrentContext = "karmada-apiserver"
 	path := filepath.Join(t.TempDir(), "karmada.config")
 	require.NoError(t, clientcmd.WriteToFile(*kubeconfig, path))
-	code, report = e.runJSON("--kubeconfig", path, "--dry-run=client", "--unschedulable-threshold=0s")
+	code, report = e.RunJSON("--kubeconfig", path, "--dry-run=client", "--unschedulable-threshold=0s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Empty(t, report.ClusterErrors)
 
@@ -233,10 +233,10 @@ func TestDescheduleRBAC(t *testing.T) {
 
 	// The host manifests are valid for a real apiserver (member1 standing
 	// in for the host cluster; nothing is stored).
-	member1Admin := e.member("member1")
-	_, err = member1Admin.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "karmada-system"}}, metav1.CreateOptions{})
+	member1Admin := e.Member("member1")
+	_, err = member1Admin.CoreV1().Namespaces().Create(e.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "karmada-system"}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
-	applyManifest(t, e.cp.Member("member1").Config, "deploy/host/deployment.yaml", true)
+	applyManifest(t, e.CP.Member("member1").Config, "deploy/host/deployment.yaml", true)
 }

@@ -21,20 +21,21 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
 // stuck creates Deployments of replicas pods each, placed in member by one
 // policy, whose pods all stay Unschedulable there.
 func (e *env) stuck(member string, replicas int32, names ...string) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, name := range names {
-		e.createDeployment(e.workload(name, replicas))
+		e.CreateDeployment(e.workload(name, replicas))
 	}
-	e.createPolicy("stuck", aggregated(member), names...)
+	e.createPolicy("stuck", deschedtest.Aggregated(member), names...)
 	for _, name := range names {
 		e.waitPlacement(name, "{"+member+":"+itoa(replicas)+"}")
-		e.waitPods(member, name, podCounts{unschedulable: int(replicas), total: int(replicas)})
+		e.WaitPods(member, name, podCounts{Unschedulable: int(replicas), Total: int(replicas)})
 		e.waitReady(name, member, nil)
 	}
 }
@@ -44,10 +45,10 @@ func itoa(n int32) string { return strconv.Itoa(int(n)) }
 // specVersions reads the generation of the bindings of names: it moves with
 // every spec write, and not with the status updates of Karmada's controllers.
 func (e *env) specVersions(names ...string) map[string]int64 {
-	e.t.Helper()
+	e.T.Helper()
 	out := map[string]int64{}
 	for _, name := range names {
-		out[name] = e.binding(name).Generation
+		out[name] = e.Binding(name).Generation
 	}
 	return out
 }
@@ -68,7 +69,7 @@ func TestDescheduleLimits(t *testing.T) {
 		return out
 	}
 
-	code, report := e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--max-replicas-per-pass", "3")
+	code, report := e.RunJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--max-replicas-per-pass", "3")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, map[string]string{"a-deployment": "dry-run/2", "b-deployment": "dry-run/1", "c-deployment": "limited/0"}, outcomes(report))
 	assert.Equal(t, deschedule.ActionLimited, bindingOf(t, report, "b").Clusters[0].Action)
@@ -76,12 +77,12 @@ func TestDescheduleLimits(t *testing.T) {
 	assert.Equal(t, int32(3), report.Summary.EvictedReplicas)
 	assert.Equal(t, 1, report.Summary.Limited)
 
-	code, report = e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--max-replicas-per-cluster", "1")
+	code, report = e.RunJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--max-replicas-per-cluster", "1")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, map[string]string{"a-deployment": "dry-run/1", "b-deployment": "limited/0", "c-deployment": "limited/0"}, outcomes(report))
 	assert.Equal(t, before, e.specVersions("a", "b", "c"), "a client dry run writes nothing")
 
-	code, stdout, stderr := e.run("-n", e.ns, "--unschedulable-threshold", "0s", "--max-replicas-per-pass", "1")
+	code, stdout, stderr := e.Run("-n", e.NS, "--unschedulable-threshold", "0s", "--max-replicas-per-pass", "1")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Regexp(t, `a-deployment\s+member3\s+2\s+<unknown>\s+2\s+1\s+limited`, stdout)
 	assert.Regexp(t, `b-deployment\s+member3\s+2\s+<unknown>\s+2\s+2\s+limited`, stdout)
@@ -89,7 +90,7 @@ func TestDescheduleLimits(t *testing.T) {
 	e.assertEvents("a", "Binding has been descheduled, 1 replica(s) in cluster(member3), 1 total descheduled replica(s)")
 	assert.Empty(t, e.events("ResourceBinding", "b-deployment"))
 	assert.Empty(t, e.events("ResourceBinding", "c-deployment"))
-	assert.Equal(t, before["b"], e.binding("b").Generation, "held back: not written")
+	assert.Equal(t, before["b"], e.Binding("b").Generation, "held back: not written")
 }
 
 // TestDescheduleDryRunAndCounting runs the same pass three ways through a
@@ -103,13 +104,13 @@ func TestDescheduleDryRunAndCounting(t *testing.T) {
 	e.stuck("member2", 2, "web", "api")
 	before := e.specVersions("web", "api")
 
-	proxy, err := e.cp.StartCountingProxy()
+	proxy, err := e.CP.StartCountingProxy()
 	require.NoError(t, err)
 	t.Cleanup(proxy.Close)
 	pass := func(dryRun string) (map[string]int, *deschedule.PassReport) {
 		t.Helper()
 		start := proxy.Counter.Counts()
-		code, report := e.runJSON("--kubeconfig", proxy.Kubeconfig, "--unschedulable-threshold", "0s", "--dry-run="+dryRun)
+		code, report := e.RunJSON("--kubeconfig", proxy.Kubeconfig, "--unschedulable-threshold", "0s", "--dry-run="+dryRun)
 		require.Equal(t, cmd.ExitOK, code)
 		counts := proxy.Counter.Counts()
 		for verb, n := range start {
@@ -138,7 +139,7 @@ func TestDescheduleDryRunAndCounting(t *testing.T) {
 	assert.Empty(t, e.events("Deployment", "web"))
 
 	// The member contexts of the harness kubeconfig are named like the clusters.
-	code, viaContexts := e.runJSON("--estimator", "kubeconfig", "--unschedulable-threshold", "0s", "--dry-run=client")
+	code, viaContexts := e.RunJSON("--estimator", "kubeconfig", "--unschedulable-threshold", "0s", "--dry-run=client")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, report.Bindings[0].Clusters, viaContexts.Bindings[0].Clusters)
 	assert.Equal(t, report.Bindings[1].Clusters, viaContexts.Bindings[1].Clusters)
@@ -153,20 +154,20 @@ func TestDescheduleScope(t *testing.T) {
 	e.stuck("member1", 1, "web", "deleting", "suspended")
 
 	// Not scheduled: no cluster matches the policy.
-	e.createDeployment(e.workload("unplaced", 1))
-	e.createPolicy("unplaced", aggregated("nowhere"), "unplaced")
+	e.CreateDeployment(e.workload("unplaced", 1))
+	e.createPolicy("unplaced", deschedtest.Aggregated("nowhere"), "unplaced")
 	// Static weights are not dynamic: the original leaves them alone too.
-	e.createDeployment(e.workload("static", 1))
-	static := aggregated("member1")
+	e.CreateDeployment(e.workload("static", 1))
+	static := deschedtest.Aggregated("member1")
 	static.ReplicaScheduling.ReplicaDivisionPreference = policyv1alpha1.ReplicaDivisionPreferenceWeighted
 	static.ReplicaScheduling.WeightPreference = &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
 		{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1"}}, Weight: 1},
 	}}
 	e.createPolicy("static", static, "static")
 	// Not a Deployment.
-	_, err := e.c.Kube.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{})
+	_, err := e.C.Kube.CoreV1().ConfigMaps(e.NS).Create(e.Ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = e.c.Karmada.PolicyV1alpha1().PropagationPolicies(e.ns).Create(e.ctx, &policyv1alpha1.PropagationPolicy{
+	_, err = e.C.Karmada.PolicyV1alpha1().PropagationPolicies(e.NS).Create(e.Ctx, &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}},
@@ -174,8 +175,8 @@ func TestDescheduleScope(t *testing.T) {
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	e.eventually("bindings of the skipped workloads", func() (bool, string) {
-		list, err := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns).List(e.ctx, metav1.ListOptions{})
+	e.Eventually("bindings of the skipped workloads", func() (bool, string) {
+		list, err := e.C.Karmada.WorkV1alpha2().ResourceBindings(e.NS).List(e.Ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -188,11 +189,11 @@ func TestDescheduleScope(t *testing.T) {
 	e.waitScheduled("static")
 
 	// Being deleted: a finalizer of the test holds the binding.
-	bindings := e.c.Karmada.WorkV1alpha2().ResourceBindings(e.ns)
-	rb := e.binding("deleting")
+	bindings := e.C.Karmada.WorkV1alpha2().ResourceBindings(e.NS)
+	rb := e.Binding("deleting")
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": append([]string{"deschedule-e2e/hold"}, rb.Finalizers...)}})
 	require.NoError(t, err)
-	_, err = bindings.Patch(e.ctx, rb.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = bindings.Patch(e.Ctx, rb.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
 	held := rb.Name // rb is reused below
 	t.Cleanup(func() {
@@ -212,22 +213,22 @@ func TestDescheduleScope(t *testing.T) {
 		})
 		assert.NoError(t, err, "release the binding held by the test")
 	})
-	require.NoError(t, bindings.Delete(e.ctx, rb.Name, metav1.DeleteOptions{}))
+	require.NoError(t, bindings.Delete(e.Ctx, rb.Name, metav1.DeleteOptions{}))
 	// Scheduling suspended on the binding, as a third-party system would.
-	rb = e.binding("suspended")
+	rb = e.Binding("suspended")
 	rb.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
-	updated, err := bindings.Update(e.ctx, rb, metav1.UpdateOptions{})
+	updated, err := bindings.Update(e.Ctx, rb, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	// Karmada v1.12 has no spec.suspension.scheduling (added in v1.13): its
 	// apiserver drops the field, the binding is not suspended, and a pass
 	// descheduling it is right there.
-	suspends := e.cp.Versions.KarmadaMinor() >= 13
+	suspends := e.CP.Versions.KarmadaMinor() >= 13
 	if !suspends {
 		require.True(t, updated.Spec.Suspension == nil || updated.Spec.Suspension.Scheduling == nil,
-			"Karmada %s kept spec.suspension.scheduling", e.cp.Versions.Karmada)
+			"Karmada %s kept spec.suspension.scheduling", e.CP.Versions.Karmada)
 	}
 
-	code, report := e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client")
+	code, report := e.RunJSON("--unschedulable-threshold", "0s", "--dry-run=client")
 	require.Equal(t, cmd.ExitOK, code)
 	// The ConfigMap is not a kind of the default --kinds: out of scope.
 	assert.Equal(t, 5, report.Summary.Listed)
@@ -261,7 +262,7 @@ func TestDescheduleScope(t *testing.T) {
 	assert.Equal(t, wantSkipped, codes)
 
 	// Every kind: the ConfigMap is listed, and skipped as Karmada's filter says.
-	code, report = e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--kinds", "*")
+	code, report = e.RunJSON("--unschedulable-threshold", "0s", "--dry-run=client", "--kinds", "*")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, 6, report.Summary.Listed)
 	for _, s := range report.Skipped {
@@ -270,7 +271,7 @@ func TestDescheduleScope(t *testing.T) {
 	assert.Contains(t, reasons["settings-configmap"], "replica scheduling is Duplicated, only Divided is descheduled")
 
 	// The wide table shows the skipped bindings and why.
-	code, stdout, _ := e.run("-n", e.ns, "--unschedulable-threshold", "0s", "--dry-run=client", "-o", "wide")
+	code, stdout, _ := e.Run("-n", e.NS, "--unschedulable-threshold", "0s", "--dry-run=client", "-o", "wide")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Regexp(t, `web-deployment\s+member1\s+1\s+<unknown>\s+1\s+0\s+evict\s+dry-run\s+Binding has been descheduled`, stdout)
 	if suspends {
@@ -280,7 +281,7 @@ func TestDescheduleScope(t *testing.T) {
 	}
 
 	// -l selects by the Deployment's labels (fixtures label app=NAME).
-	code, report = e.runJSON("--unschedulable-threshold", "0s", "--dry-run=client", "-l", "app in (web,static)")
+	code, report = e.RunJSON("--unschedulable-threshold", "0s", "--dry-run=client", "-l", "app in (web,static)")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, 2, report.Summary.Listed)
 	require.Len(t, report.Bindings, 1)
@@ -289,12 +290,12 @@ func TestDescheduleScope(t *testing.T) {
 	assert.Equal(t, "static-deployment", report.Skipped[0].Name)
 
 	// All namespaces but this one: none of its bindings is even listed.
-	code, report = e.runJSON("-A", "--exclude-namespace", e.ns, "--dry-run=client", "-l", "app=web")
+	code, report = e.RunJSON("-A", "--exclude-namespace", e.NS, "--dry-run=client", "-l", "app=web")
 	require.Equal(t, cmd.ExitOK, code)
 	for _, b := range report.Bindings {
-		assert.NotEqual(t, e.ns, b.Namespace)
+		assert.NotEqual(t, e.NS, b.Namespace)
 	}
 	for _, s := range report.Skipped {
-		assert.NotEqual(t, e.ns, s.Namespace)
+		assert.NotEqual(t, e.NS, s.Namespace)
 	}
 }

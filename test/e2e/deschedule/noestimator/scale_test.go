@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubectl/pkg/describe"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 )
 
@@ -27,12 +28,12 @@ const fillerPods = 60
 // it: a Deployment of pending pods in the member itself, which Karmada counts
 // as allocating.
 func (e *env) filler(member string) (remove func()) {
-	e.t.Helper()
-	client := e.member(member)
-	d := fixtures.Deployment("default", "filler-"+e.ns, fillerPods)
+	e.T.Helper()
+	client := e.Member(member)
+	d := fixtures.Deployment("default", "filler-"+e.NS, fillerPods)
 	d.Spec.Template.Spec.NodeSelector = map[string]string{caseLabel: "nowhere"}
-	_, err := client.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{})
-	require.NoError(e.t, err)
+	_, err := client.AppsV1().Deployments("default").Create(e.Ctx, d, metav1.CreateOptions{})
+	require.NoError(e.T, err)
 	e.waitFull(member, true)
 	removed := false
 	remove = func() {
@@ -41,19 +42,19 @@ func (e *env) filler(member string) (remove func()) {
 		}
 		removed = true
 		background := metav1.DeletePropagationBackground
-		require.NoError(e.t, client.AppsV1().Deployments("default").Delete(context.Background(), d.Name, metav1.DeleteOptions{PropagationPolicy: &background}))
+		require.NoError(e.T, client.AppsV1().Deployments("default").Delete(context.Background(), d.Name, metav1.DeleteOptions{PropagationPolicy: &background}))
 		e.waitFull(member, false)
 	}
-	e.t.Cleanup(remove)
+	e.T.Cleanup(remove)
 	return remove
 }
 
 // waitFull waits until Karmada's view of member has no free pod slot, or
 // has the filler's slots back.
 func (e *env) waitFull(member string, full bool) {
-	e.t.Helper()
-	e.eventually(fmt.Sprintf("Karmada seeing %s full=%t", member, full), func() (bool, string) {
-		c, err := e.c.Karmada.ClusterV1alpha1().Clusters().Get(e.ctx, member, metav1.GetOptions{})
+	e.T.Helper()
+	e.Eventually(fmt.Sprintf("Karmada seeing %s full=%t", member, full), func() (bool, string) {
+		c, err := e.C.Karmada.ClusterV1alpha1().Clusters().Get(e.Ctx, member, metav1.GetOptions{})
 		if err != nil || c.Status.ResourceSummary == nil {
 			return false, fmt.Sprint(err)
 		}
@@ -80,13 +81,13 @@ func TestDescheduleMovesReplicasElsewhere(t *testing.T) {
 
 	// Karmada must put everything in member1 first.
 	member2Free := e.filler("member2")
-	e.createDeployment(e.workload("web", 4))
-	e.createPolicy("web", dynamicWeight("member1", "member2"), "web")
+	e.CreateDeployment(e.workload("web", 4))
+	e.createPolicy("web", deschedtest.DynamicWeight("member1", "member2"), "web")
 	e.waitPlacement("web", "{member1:4}")
 
 	// member1 has room for one pod of the workload only.
 	e.node("member1", 1)
-	e.waitPods("member1", "web", podCounts{ready: 1, unschedulable: 3, total: 4})
+	e.WaitPods("member1", "web", podCounts{Ready: 1, Unschedulable: 3, Total: 4})
 	e.waitReady("web", "member1", int32p(1))
 
 	// Now member2 has room and member1 looks full to Karmada.
@@ -96,15 +97,15 @@ func TestDescheduleMovesReplicasElsewhere(t *testing.T) {
 
 	// The pods have been Unschedulable for a few seconds only: with the
 	// default threshold nothing counts yet.
-	code, stdout, stderr := e.run("-n", e.ns)
+	code, stdout, stderr := e.Run("-n", e.NS)
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, ""+
 		"BINDING          CLUSTER   SPEC   READY   UNSCHEDULABLE   NEW   ACTION\n"+
 		"web-deployment   member1   4      1       0               4     none\n", stdout)
 	assert.Contains(t, stderr, "1 binding(s) listed, 1 candidate(s), descheduled 0 binding(s) moving 0 replica(s) in ")
 
-	before := e.binding("web")
-	code, stdout, stderr = e.run("-n", e.ns, "--unschedulable-threshold", "1s")
+	before := e.Binding("web")
+	code, stdout, stderr = e.Run("-n", e.NS, "--unschedulable-threshold", "1s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Equal(t, ""+
 		"BINDING          CLUSTER   SPEC   READY   UNSCHEDULABLE   NEW   ACTION\n"+
@@ -115,17 +116,17 @@ func TestDescheduleMovesReplicasElsewhere(t *testing.T) {
 	// member1 keeps the one that runs.
 	rb := e.waitPlacement("web", "{member1:1, member2:3}")
 	assert.Greater(t, rb.Generation, before.Generation)
-	e.waitPods("member2", "web", podCounts{ready: 3, total: 3})
-	e.waitPods("member1", "web", podCounts{ready: 1, total: 1})
+	e.WaitPods("member2", "web", podCounts{Ready: 3, Total: 3})
+	e.WaitPods("member1", "web", podCounts{Ready: 1, Total: 1})
 	e.waitReady("web", "member2", int32p(3))
 
 	// kubectl describe shows the events on the Deployment and on the binding.
 	// The From column is the source component and host.
 	eventLine := `Normal\s+DescheduleBindingSucceed\s+\S+\s+kubectl-rebalance-deschedule(, \S+)?\s+` +
 		regexp.QuoteMeta("Binding has been descheduled, 3 replica(s) in cluster(member1), 3 total descheduled replica(s)")
-	deployDescriber, ok := describe.DescriberFor(schema.GroupKind{Group: "apps", Kind: "Deployment"}, e.cp.Karmada)
+	deployDescriber, ok := describe.DescriberFor(schema.GroupKind{Group: "apps", Kind: "Deployment"}, e.CP.Karmada)
 	require.True(t, ok)
-	out, err := deployDescriber.Describe(e.ns, "web", describe.DescriberSettings{ShowEvents: true, ChunkSize: 500})
+	out, err := deployDescriber.Describe(e.NS, "web", describe.DescriberSettings{ShowEvents: true, ChunkSize: 500})
 	require.NoError(t, err)
 	assert.Regexp(t, eventLine, out)
 
@@ -134,9 +135,9 @@ func TestDescheduleMovesReplicasElsewhere(t *testing.T) {
 		GroupVersionKind: workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding"),
 		Scope:            meta.RESTScopeNamespace,
 	}
-	bindingDescriber, ok := describe.GenericDescriberFor(bindingMapping, e.cp.Karmada)
+	bindingDescriber, ok := describe.GenericDescriberFor(bindingMapping, e.CP.Karmada)
 	require.True(t, ok)
-	out, err = bindingDescriber.Describe(e.ns, "web-deployment", describe.DescriberSettings{ShowEvents: true, ChunkSize: 500})
+	out, err = bindingDescriber.Describe(e.NS, "web-deployment", describe.DescriberSettings{ShowEvents: true, ChunkSize: 500})
 	require.NoError(t, err)
 	assert.Regexp(t, eventLine, out)
 
@@ -150,13 +151,13 @@ func TestDescheduleMovesReplicasElsewhere(t *testing.T) {
 	assert.Equal(t, corev1.EventTypeNormal, events[0].Type)
 
 	// Everything runs now: the next pass has nothing to do.
-	code, stdout, stderr = e.run("-n", e.ns, "--unschedulable-threshold", "0s")
+	code, stdout, stderr = e.Run("-n", e.NS, "--unschedulable-threshold", "0s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Empty(t, stdout, "every cluster of the binding is ready, so no row is shown")
 	assert.Contains(t, stderr, "descheduled 0 binding(s) moving 0 replica(s)")
-	code, stdout, _ = e.run("-n", e.ns, "-o", "wide", "--unschedulable-threshold", "0s")
+	code, stdout, _ = e.Run("-n", e.NS, "-o", "wide", "--unschedulable-threshold", "0s")
 	require.Equal(t, cmd.ExitOK, code)
 	assert.Regexp(t, `web-deployment\s+member1\s+1\s+1\s+<none>\s+1\s+ready\s+unchanged\s+every cluster has all its replicas ready`, stdout)
 	assert.Regexp(t, `web-deployment\s+member2\s+3\s+3\s+<none>\s+3\s+ready\s+unchanged\s+every cluster has all its replicas ready`, stdout)
-	assert.Equal(t, "{member1:1, member2:3}", fixtures.Placement(e.binding("web").Spec.Clusters))
+	assert.Equal(t, "{member1:1, member2:3}", fixtures.Placement(e.Binding("web").Spec.Clusters))
 }
