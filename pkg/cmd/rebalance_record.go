@@ -251,6 +251,14 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 		if pass != nil {
 			obj, rows = pass.Rebalancer, pass.Rows
 		}
+		if errors.Is(passErr, record.ErrRebalancerGone) && o.Wait && runCtx.Err() == nil {
+			// Karmada's controller may finish the record and delete it at
+			// the end of its ttl before this run has read the scheduler's
+			// answers; the bindings still tell what the triggers did.
+			observeRows(runCtx, api, obj.CreationTimestamp, rows, func(row rebalance.Row) bool {
+				return row.Result == appsv1alpha1.RebalanceSuccessful && row.Observation.Outcome == rebalance.OutcomeWaiting
+			})
+		}
 	}
 	if rows != nil {
 		var waveResult *waves.Result
@@ -414,20 +422,30 @@ func (o *RebalanceOptions) followController(ctx context.Context, rec *record.Rec
 	}
 	rows := record.RowsFromStatus(recorded, ran)
 	if o.Wait && ctx.Err() == nil {
-		var watched []rebalance.Row
-		var index []int
-		for i, row := range rows {
-			if fresh[row.Workload] {
-				watched = append(watched, row)
-				index = append(index, i)
-			}
-		}
-		rebalance.Observe(ctx, api, recorded.CreationTimestamp, watched)
-		for j, i := range index {
-			rows[i] = watched[j]
-		}
+		observeRows(ctx, api, recorded.CreationTimestamp, rows, func(row rebalance.Row) bool { return fresh[row.Workload] })
 	}
 	return recorded, rows, nil
+}
+
+// observeRows reads from the bindings what the scheduler made of the
+// triggers of the rows that watch selects (triggers at at, the record's
+// creationTimestamp), in place, until each has an answer or ctx ends.
+func observeRows(ctx context.Context, api rebalance.BindingAPI, at metav1.Time, rows []rebalance.Row, watch func(rebalance.Row) bool) {
+	var watched []rebalance.Row
+	var index []int
+	for i, row := range rows {
+		if watch(row) {
+			watched = append(watched, row)
+			index = append(index, i)
+		}
+	}
+	if len(watched) == 0 {
+		return
+	}
+	rebalance.Observe(ctx, api, at, watched)
+	for j, i := range index {
+		rows[i] = watched[j]
+	}
 }
 
 // followTTL waits for the TTL of obj after the run and deletes it (or, with
