@@ -411,16 +411,18 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 
 	progress := newProgressLine(o.ErrOut)
 	api := rebalance.NewBindingAPI(client)
+	lister := waves.NewBindingLister(client)
 	if !o.waved() {
 		// A large batch all at once reads its bindings with a list per
 		// namespace; waves have their own (see waves.Engine.Lister).
-		api = waves.ListedReads(api, waves.NewBindingLister(client), resolved.Targets, 0)
+		api = waves.ListedReads(api, lister, resolved.Targets, 0)
 	}
 	notes := newAffinityNotes(api)
 	runner := &rebalance.Runner{
 		API:      notes,
 		Clock:    clock,
 		Failures: o.failureEvents(),
+		Lister:   lister,
 		Options: rebalance.Options{
 			DryRun:   o.DryRun,
 			Wait:     o.Wait,

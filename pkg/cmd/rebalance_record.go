@@ -206,6 +206,7 @@ func (o *RebalanceOptions) runRecorded(ctx context.Context, mapper meta.RESTMapp
 			API:      api,
 			Clock:    clock,
 			Failures: o.failureEvents(),
+			Lister:   waves.NewBindingLister(client),
 			Options: rebalance.Options{
 				Wait:     o.Wait,
 				Workers:  o.Burst,

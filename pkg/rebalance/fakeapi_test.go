@@ -52,6 +52,9 @@ type fakeAPI struct {
 	beforePatch func(f *fakeAPI, k bindingKey)
 	// watchErr, when set, fails every watch.
 	watchErr error
+	// compacting keeps no history: a watch from any version older than the
+	// latest change has lost its place (410 Gone, as after a compaction).
+	compacting bool
 	// oddlySpelledTrigger makes every test of the trigger fail, as when the
 	// stored text differs from how Go clients print the time.
 	oddlySpelledTrigger bool
@@ -176,6 +179,9 @@ func (f *fakeAPI) Watch(_ context.Context, scope Scope, resourceVersion string) 
 	if err != nil {
 		return nil, apierrors.NewBadRequest("bad resource version")
 	}
+	if f.compacting && from < f.rv {
+		return nil, apierrors.NewResourceExpired("too old resource version: " + resourceVersion)
+	}
 	w := newFakeWatcher(scope)
 	for _, ev := range f.history {
 		if ev.rv > from {
@@ -184,6 +190,33 @@ func (f *fakeAPI) Watch(_ context.Context, scope Scope, resourceVersion string) 
 	}
 	f.watchers = append(f.watchers, w)
 	return w, nil
+}
+
+// List implements BindingLister: one request however many bindings.
+func (f *fakeAPI) List(_ context.Context, namespace string, clusterScoped bool) ([]*Binding, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.request("list")
+	var out []*Binding
+	for k, b := range f.bindings {
+		if (k.namespace == "") == clusterScoped && k.namespace == namespace {
+			c := *b
+			out = append(out, &c)
+		}
+	}
+	return out, strconv.Itoa(f.rv), nil
+}
+
+// remove deletes a stored binding and tells the watchers.
+func (f *fakeAPI) removeLocked(k bindingKey) {
+	b := *f.bindings[k]
+	delete(f.bindings, k)
+	f.rv++
+	ev := fakeEvent{rv: f.rv, typ: watch.Deleted, binding: b}
+	f.history = append(f.history, ev)
+	for _, w := range f.watchers {
+		w.offer(ev)
+	}
 }
 
 // count returns how many requests of a verb were made.

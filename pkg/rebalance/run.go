@@ -150,6 +150,10 @@ type Runner struct {
 	// and failed again after it; without it such a binding waits until the
 	// run ends.
 	Failures FailureEvents
+	// Lister, when set, re-reads the awaited bindings of a namespace with one
+	// list instead of a get each, once a watch lost its place in history or
+	// a scope is polled (see refresh).
+	Lister BindingLister
 	Options
 }
 

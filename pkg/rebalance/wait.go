@@ -404,8 +404,78 @@ func (r *Runner) drain(ctx context.Context, w watch.Interface, rv string, out ch
 	}
 }
 
-// refresh reads the bindings keys once and sends what it finds.
+// BindingLister lists the bindings of a namespace ("" with clusterScoped:
+// the ClusterResourceBindings), page by page, and returns the resource
+// version of the list.
+type BindingLister interface {
+	List(ctx context.Context, namespace string, clusterScoped bool) ([]*Binding, string, error)
+}
+
+// refreshListMin is how many awaited bindings a namespace must hold before
+// it is re-read with a list rather than a get per binding: a list of a
+// namespace where few workloads are awaited costs more than their gets.
+const refreshListMin = 8
+
+// refresh reads the bindings keys once and sends what it finds: with a
+// Lister, one list per namespace holding more than refreshListMin of them,
+// so that a watch that lost its place in a fleet costs a request per
+// namespace (a page per 500 bindings) rather than one per binding; a get
+// for each of the others, and for all of a namespace whose list failed.
 func (r *Runner) refresh(ctx context.Context, keys []bindingKey, out chan<- update) {
+	if r.Lister == nil {
+		r.get(ctx, keys, out)
+		return
+	}
+	byNamespace := map[string][]bindingKey{}
+	var namespaces []string
+	for _, k := range keys {
+		if byNamespace[k.namespace] == nil {
+			namespaces = append(namespaces, k.namespace)
+		}
+		byNamespace[k.namespace] = append(byNamespace[k.namespace], k)
+	}
+	sort.Strings(namespaces)
+	var single []bindingKey
+	for _, ns := range namespaces {
+		group := byNamespace[ns]
+		if len(group) <= refreshListMin {
+			single = append(single, group...)
+			continue
+		}
+		if !r.list(ctx, ns, group, out) {
+			if ctx.Err() != nil {
+				return
+			}
+			single = append(single, group...)
+		}
+	}
+	r.get(ctx, single, out)
+}
+
+// list reads the bindings keys of namespace with one list and sends what it
+// finds; a binding the list does not hold was deleted. It returns false when
+// the list failed (nothing sent) or ctx ended.
+func (r *Runner) list(ctx context.Context, namespace string, keys []bindingKey, out chan<- update) bool {
+	bindings, _, err := r.Lister.List(ctx, namespace, namespace == "")
+	if err != nil {
+		return false
+	}
+	found := make(map[bindingKey]*Binding, len(keys))
+	for _, b := range bindings {
+		found[b.key()] = b
+	}
+	for _, k := range keys {
+		u := update{key: k, binding: found[k]}
+		u.deleted = u.binding == nil
+		if !send(ctx, out, u) {
+			return false
+		}
+	}
+	return true
+}
+
+// get reads the bindings keys one request each and sends what it finds.
+func (r *Runner) get(ctx context.Context, keys []bindingKey, out chan<- update) {
 	for _, k := range keys {
 		b, err := r.API.Get(ctx, k.namespace, k.name)
 		switch {

@@ -15,12 +15,9 @@ import (
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
-// BindingLister lists the bindings of a namespace ("" with clusterScoped:
-// the ClusterResourceBindings), page by page, and returns the resource
-// version of the list.
-type BindingLister interface {
-	List(ctx context.Context, namespace string, clusterScoped bool) ([]*rebalance.Binding, string, error)
-}
+// BindingLister lists the bindings of a namespace, page by page (see
+// rebalance.BindingLister).
+type BindingLister = rebalance.BindingLister
 
 // NewBindingLister returns a BindingLister backed by the Karmada clientset.
 func NewBindingLister(client karmadaclient.Interface) BindingLister {
