@@ -78,12 +78,23 @@ func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Opt
 	}
 	targets = distinct(targets)
 	out := make([]Prediction, 0, len(targets))
+	rows := make([]batchRow, 0, len(targets))
 	for _, t := range targets {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		p := predictOne(ctx, sched, in, clusters, t, opts)
+		row := batchRow{index: len(out)}
+		p := predictOne(ctx, sched, in, clusters, t, opts, &row)
 		out = append(out, p)
+		rows = append(rows, row)
+	}
+	// The timing check models a scheduler that keeps no account of its
+	// decisions (the default gates); the other two modes are models of their
+	// own of what the batch consumes.
+	if len(out) > 1 && !opts.OvercommitProtection && !opts.Eventual {
+		if err := checkBatchTiming(ctx, sched, rows, out, opts); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }
@@ -109,7 +120,8 @@ func distinct(targets []rebalance.Target) []rebalance.Target {
 }
 
 // predictOne predicts one workload.
-func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options) Prediction {
+// It fills row with what the batch timing check needs (batch.go).
+func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters map[string]*clusterv1alpha1.Cluster, t rebalance.Target, opts Options, row *batchRow) Prediction {
 	w := t.Workload
 	p := Prediction{Workload: w, Binding: rebalance.BindingNameFor(w)}
 	b := in.Bindings[Key(w.Namespace, p.Binding)]
@@ -160,6 +172,7 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 		return p.failed(err, cleared)
 	}
 	p.Predicted = result
+	row.spec, row.status, row.primary = fresh, status, result
 	if capacityMatters {
 		if notReady := notReadyIn(result, clusters); len(notReady) > 0 {
 			p.Predicted = spec.Clusters
@@ -184,6 +197,7 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 		sched.consume(fresh, spec.Clusters, result)
 	}
 	p.Moves = moves(p.Before, p.Predicted)
+	row.checked = capacityMatters
 
 	changes := p.Changes()
 	switch {

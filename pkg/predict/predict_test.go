@@ -173,9 +173,69 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int32{"member2": 4}, placementMap(protected[1].Predicted), "member1 holds a's assumed footprint")
 
+	// Without either, each decision reads the summaries as the members last
+	// reported them: whether a's move is reported before b is decided is a
+	// matter of timing, and b goes to member1 or stays.
 	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int32{"member1": 4}, placementMap(independent[1].Predicted))
+	for _, p := range independent {
+		assert.Equal(t, CannotPredict, p.Verdict)
+		assert.Equal(t, ReasonBatchTiming, p.Reason)
+		assert.Equal(t, []map[string]int32{{"member1": 4}, {"member2": 4}}, placementMaps(p.Possible))
+		assert.Contains(t, p.Message, "{member1:4} or {member2:4}")
+	}
+}
+
+func placementMaps(ps [][]workv1alpha2.TargetCluster) []map[string]int32 {
+	out := make([]map[string]int32, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, placementMap(p))
+	}
+	return out
+}
+
+// The mixed e2e batch in small: 5 replicas divided over members whose room
+// differs by fewer pods than the batch's other moves change is decided by
+// when the members report those moves; with room far apart, it is not.
+func TestPredictBatchTiming(t *testing.T) {
+	// After a failover: member1 empty, member2 and member3 hold the batch.
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 996), cluster("member2", 962), cluster("member3", 972)}
+	var bindings []*workv1alpha2.ResourceBinding
+	var targets []rebalance.Target
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		bindings = append(bindings, binding(name, dynamic, 5, tc("member2", 3), tc("member3", 2)))
+		targets = append(targets, deploy(name))
+	}
+	got, err := Predict(context.Background(), input(clusters, bindings...), targets, Options{})
+	require.NoError(t, err)
+	for _, p := range got {
+		assert.Equal(t, CannotPredict, p.Verdict, p.Message)
+		assert.Equal(t, ReasonBatchTiming, p.Reason)
+		require.GreaterOrEqual(t, len(p.Possible), 2)
+		assert.Equal(t, map[string]int32{"member1": 2, "member2": 1, "member3": 2}, placementMap(p.Possible[0]), "with no report landed")
+		assert.Equal(t, p.Before, p.Predicted)
+		assert.Contains(t, p.Message, "take up to 14 pods on member1")
+		assert.Contains(t, p.Message, "{member1:2, member2:1, member3:2} or {member1:2, member2:2, member3:1}")
+		// Every placement it may get gives member1 two replicas: selected by
+		// --to-cluster member1 and --changed-only, as no guess is made.
+		assert.True(t, Selection{ToCluster: "member1"}.Keeps(&p))
+		assert.True(t, Selection{ChangedOnly: true}.Keeps(&p))
+		assert.False(t, Selection{ToCluster: "member3"}.Keeps(&p))
+	}
+
+	// One workload alone: nothing else moves, the prediction stands.
+	alone, err := Predict(context.Background(), input(clusters, bindings[0]), targets[:1], Options{})
+	require.NoError(t, err)
+	assert.Equal(t, WouldMove, alone[0].Verdict)
+
+	// Room far apart: the batch's moves cannot change the division.
+	roomy := []*clusterv1alpha1.Cluster{cluster("member1", 900), cluster("member2", 300), cluster("member3", 300)}
+	got, err = Predict(context.Background(), input(roomy, bindings...), targets, Options{})
+	require.NoError(t, err)
+	for _, p := range got {
+		assert.Equal(t, WouldMove, p.Verdict, p.Message)
+		assert.Nil(t, p.Possible)
+	}
 }
 
 func TestByClusterAndCounts(t *testing.T) {

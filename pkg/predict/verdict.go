@@ -111,6 +111,10 @@ type Prediction struct {
 	// the status of the first pass, and Fresh mode then starts from the first
 	// pass's placement. Which one stays is a race inside the scheduler.
 	Alternative []workv1alpha2.TargetCluster
+	// Possible, for a CannotPredict (BatchTiming) verdict, lists the
+	// placements the scheduler may write depending on when the members report
+	// the batch's other moves; the first is the one with no report landed.
+	Possible [][]workv1alpha2.TargetCluster
 	// Moves counts the replicas that would start on another cluster: the sum
 	// over clusters of the predicted increase.
 	Moves int32
@@ -269,9 +273,20 @@ func (s Selection) IsZero() bool { return s.ToCluster == "" && !s.ChangedOnly }
 // Keeps reports whether the selection keeps p. Only a WouldMove verdict can
 // be kept: a workload whose placement cannot be predicted is never selected
 // by a guess, and one the scheduler would fail to place (NoClusterFit
-// empties its placement) is never selected for a move.
+// empties its placement) is never selected for a move. A workload whose
+// division depends on the batch's timing (BatchTiming) is kept when every
+// placement it may get is: that is no guess.
 func (s Selection) Keeps(p *Prediction) bool {
 	if s.IsZero() {
+		return true
+	}
+	if p.Verdict == CannotPredict && p.Reason == ReasonBatchTiming && len(p.Possible) > 0 {
+		for _, placement := range p.Possible {
+			q := Prediction{Verdict: WouldMove, Before: p.Before, Predicted: placement}
+			if !q.Changes() || !s.Keeps(&q) {
+				return false
+			}
+		}
 		return true
 	}
 	if p.Verdict != WouldMove {

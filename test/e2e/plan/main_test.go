@@ -15,5 +15,7 @@ func TestMain(m *testing.M) {
 	// Members with room for 1,000 pods each, as real clusters have: with the
 	// default 110, a few pods more or less on a member shift a dynamic
 	// division, and when the members report them is a matter of timing.
-	os.Exit(harness.RunTests(m, harness.Options{Members: 3, NodePods: "1000", Progress: os.Stderr}))
+	// PLAN_E2E_DIR keeps the control plane's logs (karmada-scheduler's among
+	// them) after a passing run too, to compare a plan with the scheduler.
+	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("PLAN_E2E_DIR"), Members: 3, NodePods: "1000", Progress: os.Stderr}))
 }

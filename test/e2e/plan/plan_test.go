@@ -2,6 +2,9 @@ package plan
 
 import (
 	"context"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,24 +255,33 @@ func TestPlanMixedBatch(t *testing.T) {
 		names = append(names, group...)
 	}
 	failover(ctx, t, c, ns, names...)
-	cmp, verdicts := planAndRun(ctx, t, cp, c, "deployments", "--all", "-n", ns)
+	cmp, _ := planAndRun(ctx, t, cp, c, "deployments", "--all", "-n", ns)
 	rate := float64(cmp.exact) / float64(cmp.total)
-	t.Logf("mixed batch: %d workloads predicted (%d declined by the release), exact match %.1f %%, one of the two predicted outcomes %d/%d",
-		cmp.total, len(cmp.declined), 100*rate, cmp.matched(), cmp.total)
-	// Dynamic divisions over members with nearly equal room are decided by
-	// a few pods: a member status update that lands while the scheduler
-	// works through the batch (every 5 s here, 10 s by default) shifts the
-	// later decisions. The rate is reported; the test only requires the
-	// prediction to be right for most of the batch (docs/plan.md, Limits).
-	assert.GreaterOrEqual(t, rate, 0.6, cmp.mismatches)
-	assert.Equal(t, string(predict.WouldMove), verdicts["dyna"])
+	t.Logf("mixed batch: %d workloads predicted (%d declined by the release), exact match %.1f %%, one of the two predicted outcomes %d/%d; "+
+		"%d declined as decided by the batch's timing, %d of them got a placement the plan listed",
+		cmp.total, len(cmp.declined), 100*rate, cmp.matched(), cmp.total, len(cmp.timing), cmp.timingListed)
+	// karmada-scheduler reads the Clusters' summaries, which each member
+	// refreshes on its own timer (5 s here, 10 s by default) while the
+	// scheduler works through the batch: a division decided by fewer free
+	// pods than the batch's other moves change depends on when the members
+	// report them, and the plan says CannotPredict (BatchTiming) with the
+	// placements it may get. Every other prediction must hold, and the
+	// declined ones must get one of the placements listed.
+	assert.GreaterOrEqual(t, rate, 0.95, cmp.mismatches)
+	if len(cmp.timing) > 0 {
+		assert.GreaterOrEqual(t, float64(cmp.timingListed)/float64(len(cmp.timing)), 0.95, cmp.timing)
+	}
 
-	// --to-cluster keeps exactly the workloads that would gain on member1.
+	// --to-cluster keeps exactly the workloads that would gain on member1:
+	// the WouldMove ones, and those declined for the batch's timing whose
+	// every listed placement gains on member1.
 	again := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns)
 	selected := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns, "--to-cluster", "member1")
 	var want []string
 	for _, w := range again.Workloads {
-		if w.Verdict == string(predict.WouldMove) && w.Placements.Predicted["member1"] > w.Placements.Before["member1"] {
+		switch {
+		case w.Verdict == string(predict.WouldMove) && w.Placements.Predicted["member1"] > w.Placements.Before["member1"],
+			w.Verdict == string(predict.CannotPredict) && w.Reason == predict.ReasonBatchTiming && allGain(w.Message, "member1", w.Placements.Before["member1"]):
 			want = append(want, w.Workload.Name)
 		}
 	}
@@ -278,4 +290,32 @@ func TestPlanMixedBatch(t *testing.T) {
 		got = append(got, w.Workload.Name)
 	}
 	assert.Equal(t, want, got)
+	// dyna left member1 in the failover: every placement gives it back.
+	assert.Contains(t, got, "dyna")
+}
+
+// listedPlacement matches a placement as a plan message lists it.
+var listedPlacement = regexp.MustCompile(`\{(?:[a-z0-9-]+:[0-9]+(?:, )?)+\}`)
+
+// allGain reports whether every placement a BatchTiming message lists gives
+// cluster more than before replicas (and the scheduler cannot lack room).
+func allGain(message, cluster string, before int32) bool {
+	if strings.Contains(message, "or no room") {
+		return false
+	}
+	placements := listedPlacement.FindAllString(message, -1)
+	for _, p := range placements {
+		var n int32
+		for _, part := range strings.Split(strings.Trim(p, "{}"), ", ") {
+			name, replicas, _ := strings.Cut(part, ":")
+			if name == cluster {
+				v, _ := strconv.Atoi(replicas)
+				n = int32(v) //nolint:gosec // a replica count
+			}
+		}
+		if n <= before {
+			return false
+		}
+	}
+	return len(placements) > 0
 }

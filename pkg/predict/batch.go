@@ -1,0 +1,315 @@
+package predict
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// ReasonBatchTiming: the workload's division depends on whether the members
+// have reported the batch's other moves when karmada-scheduler reaches it.
+const ReasonBatchTiming = "BatchTiming"
+
+// Why a batch needs this: karmada-scheduler (default feature gates) keeps no
+// account of its own decisions. Each decision reads the Clusters' resource
+// summaries, which every member refreshes on its own timer
+// (--cluster-status-update-frequency). While the scheduler works through a
+// batch, a member may report the pods the batch's earlier decisions moved, and
+// the later decisions then see less (or more) free room there. Neither when
+// the members report, nor which workloads the scheduler has done by then (a
+// rebalance writes its triggers from several workers at once, so the
+// scheduler's order is not the list order), can be known in advance. What can
+// be known is the range: each member reports somewhere between none and all of
+// the batch's other moves. A division that comes out the same over that range
+// is predicted; one that does not is CannotPredict (BatchTiming), with the
+// placements it may get.
+
+// footprint is what a batch's decisions add to (gain) and take from (loss)
+// each cluster's allocated resources once the members report them.
+type footprint map[string]*clusterDelta
+
+type clusterDelta struct{ gain, loss corev1.ResourceList }
+
+// movesOf is the footprint of one workload's move from before to any of
+// outcomes: per cluster, the most it may gain and the most it may lose, in
+// pods and requests.
+func movesOf(spec *workv1alpha2.ResourceBindingSpec, before []workv1alpha2.TargetCluster, outcomes [][]workv1alpha2.TargetCluster) footprint {
+	f := footprint{}
+	if !spec.IsWorkload() {
+		return f
+	}
+	gains, losses := map[string]int64{}, map[string]int64{}
+	for _, after := range outcomes {
+		diff := placementMap(after)
+		for name, n := range placementMap(before) {
+			diff[name] -= n
+		}
+		for name, d := range diff {
+			if d > 0 {
+				gains[name] = max(gains[name], int64(d))
+			} else if d < 0 {
+				losses[name] = max(losses[name], int64(-d))
+			}
+		}
+	}
+	resources := func(n int64) corev1.ResourceList {
+		l := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n, resource.DecimalSI)}
+		if r := spec.ReplicaRequirements; r != nil {
+			for res, q := range r.ResourceRequest {
+				addQuantity(l, res, *resource.NewMilliQuantity(n*q.MilliValue(), q.Format))
+			}
+		}
+		return l
+	}
+	for name, n := range gains {
+		f.delta(name).gain = resources(n)
+	}
+	for name, n := range losses {
+		f.delta(name).loss = resources(n)
+	}
+	return f
+}
+
+func (f footprint) delta(name string) *clusterDelta {
+	cd := f[name]
+	if cd == nil {
+		cd = &clusterDelta{gain: corev1.ResourceList{}, loss: corev1.ResourceList{}}
+		f[name] = cd
+	}
+	return cd
+}
+
+// add adds g to f, or takes it away with sign -1.
+func (f footprint) add(g footprint, sign int64) {
+	for name, cd := range g {
+		into := f.delta(name)
+		for res, q := range cd.gain {
+			addQuantity(into.gain, res, scaled(q, sign))
+		}
+		for res, q := range cd.loss {
+			addQuantity(into.loss, res, scaled(q, sign))
+		}
+	}
+}
+
+func scaled(q resource.Quantity, sign int64) resource.Quantity {
+	q = q.DeepCopy()
+	if sign < 0 {
+		q.Neg()
+	}
+	return q
+}
+
+func addQuantity(list corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	sum := list[name]
+	sum.Add(q)
+	list[name] = sum
+}
+
+func (cd *clusterDelta) isZero() bool {
+	for _, l := range []corev1.ResourceList{cd.gain, cd.loss} {
+		for _, q := range l {
+			if !q.IsZero() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// batchRow is what the timing check needs of one prediction.
+type batchRow struct {
+	index  int
+	spec   *workv1alpha2.ResourceBindingSpec // with the fresh trigger
+	status *workv1alpha2.ResourceBindingStatus
+	// primary is the placement predicted with no report landed.
+	primary []workv1alpha2.TargetCluster
+	// checked: the division depends on free capacity and was predicted.
+	checked bool
+}
+
+// checkBatchTiming turns each capacity-dependent prediction of a batch whose
+// division changes with the members' reports of the batch's other moves into
+// CannotPredict (BatchTiming). The other moves are first taken as predicted;
+// a workload found to depend on the timing may move otherwise, so the check
+// runs once more with each such workload's widest move.
+func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batchRow, out []Prediction, opts Options) error {
+	moves := make([]footprint, len(rows))
+	for i, r := range rows {
+		if r.primary != nil {
+			moves[i] = movesOf(r.spec, out[r.index].Before, [][]workv1alpha2.TargetCluster{r.primary})
+		}
+	}
+	predicted := slices.Clone(out)
+	for range 2 {
+		total := footprint{}
+		for _, m := range moves {
+			total.add(m, 1)
+		}
+		widened := false
+		for i, r := range rows {
+			if !r.checked {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			others := footprint{}
+			others.add(total, 1)
+			others.add(moves[i], -1)
+			possible, failure := sched.underReports(ctx, others, r, opts)
+			if len(possible) <= 1 && failure == "" {
+				continue
+			}
+			out[r.index] = predicted[r.index].batchTiming(others, possible, failure)
+			if len(possible) > 1 {
+				moves[i] = movesOf(r.spec, out[r.index].Before, possible)
+				widened = true
+			}
+		}
+		if !widened {
+			break
+		}
+	}
+	return nil
+}
+
+// underReports schedules one row again under the member reports that bound
+// what karmada-scheduler may see: for each cluster, the batch's other moves
+// reported so as to leave it the most free room and the others the least, and
+// the reverse (a division gives a cluster no fewer replicas when only its
+// room grows, so these bound every mix of reports).
+// It returns the distinct placements, the primary first, and the error of a
+// state in which the scheduler would fail.
+func (s *karmadaScheduler) underReports(ctx context.Context, others footprint, r batchRow, opts Options) ([][]workv1alpha2.TargetCluster, string) {
+	names := make([]string, 0, len(others))
+	for name, cd := range others {
+		if s.clusters[name] != nil && s.clusters[name].Status.ResourceSummary != nil && !cd.isZero() {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, ""
+	}
+	slices.Sort(names)
+	saved := make(map[string]corev1.ResourceList, len(names))
+	for _, name := range names {
+		saved[name] = s.clusters[name].Status.ResourceSummary.Allocating.DeepCopy()
+	}
+	restore := func() {
+		for _, name := range names {
+			s.clusters[name].Status.ResourceSummary.Allocating = saved[name].DeepCopy()
+		}
+	}
+	defer restore()
+
+	// reported applies, per cluster, its gain (less room) and/or its loss
+	// (more room).
+	reported := func(gain, loss func(name string) bool) {
+		restore()
+		for _, name := range names {
+			summary := s.clusters[name].Status.ResourceSummary
+			if summary.Allocating == nil {
+				summary.Allocating = corev1.ResourceList{}
+			}
+			if gain(name) {
+				for res, q := range others[name].gain {
+					addQuantity(summary.Allocating, res, q)
+				}
+			}
+			if loss(name) {
+				for res, q := range others[name].loss {
+					addQuantity(summary.Allocating, res, scaled(q, -1))
+				}
+			}
+		}
+	}
+	type state struct{ gain, loss func(string) bool }
+	var states []state
+	for _, c := range names {
+		is := func(name string) bool { return name == c }
+		isNot := func(name string) bool { return name != c }
+		states = append(states, state{gain: isNot, loss: is}, state{gain: is, loss: isNot})
+	}
+
+	possible := [][]workv1alpha2.TargetCluster{r.primary}
+	failure := ""
+	for _, st := range states {
+		reported(st.gain, st.loss)
+		result, _, err := s.schedule(ctx, opts.Release, r.spec, r.status)
+		if err != nil {
+			if failure == "" {
+				failure = err.Error()
+			}
+			continue
+		}
+		if !slices.ContainsFunc(possible, func(p []workv1alpha2.TargetCluster) bool { return SamePlacement(p, result) }) {
+			possible = append(possible, result)
+		}
+	}
+	return possible, failure
+}
+
+// batchTiming is the verdict of a prediction whose division depends on the
+// members' reports of the batch's other moves.
+func (p Prediction) batchTiming(others footprint, possible [][]workv1alpha2.TargetCluster, failure string) Prediction {
+	texts := make([]string, 0, len(possible))
+	for _, pl := range possible {
+		texts = append(texts, rebalance.FormatPlacement(sortedPlacement(pl)))
+	}
+	outcome := strings.Join(texts, " or ")
+	if failure != "" {
+		// The scheduler keeps the placement when it lacks room.
+		outcome += ", or no room (" + failure + ")"
+		possible = append(possible, p.Before)
+	}
+	p.Possible = possible
+	p.Predicted, p.Alternative, p.Moves = p.Before, nil, 0
+	return p.verdict(CannotPredict, ReasonBatchTiming, fmt.Sprintf(
+		"decided by fewer free pods than the batch's other moves change (they %s), which karmada-scheduler sees once the members report them (every --cluster-status-update-frequency), at a moment the client cannot know: %s",
+		others.describe(), outcome))
+}
+
+// describe lists per cluster how much room the batch's moves take or free.
+func (f footprint) describe() string {
+	names := make([]string, 0, len(f))
+	for name := range f {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var parts []string
+	for _, name := range names {
+		cd := f[name]
+		gain, loss := cd.gain[corev1.ResourcePods], cd.loss[corev1.ResourcePods]
+		var moved []string
+		if !gain.IsZero() {
+			moved = append(moved, "take up to "+gain.String())
+		}
+		if !loss.IsZero() {
+			moved = append(moved, "free up to "+loss.String())
+		}
+		if len(moved) > 0 {
+			parts = append(parts, fmt.Sprintf("%s pods on %s", strings.Join(moved, " and "), name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sortedPlacement orders a placement by cluster name and drops empty entries.
+func sortedPlacement(p []workv1alpha2.TargetCluster) []workv1alpha2.TargetCluster {
+	out := make([]workv1alpha2.TargetCluster, 0, len(p))
+	for _, tc := range p {
+		if tc.Replicas != 0 {
+			out = append(out, tc)
+		}
+	}
+	slices.SortFunc(out, func(a, b workv1alpha2.TargetCluster) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
