@@ -6,10 +6,14 @@ import (
 	"slices"
 	"strings"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/karmada-io/karmada/pkg/scheduler/core"
+	"github.com/karmada-io/karmada/pkg/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -239,11 +243,23 @@ func (s *karmadaScheduler) underReports(ctx context.Context, others footprint, r
 		states = append(states, state{gain: isNot, loss: is}, state{gain: is, loss: isNot})
 	}
 
+	divide := func() ([]workv1alpha2.TargetCluster, error) {
+		result, _, err := s.schedule(ctx, opts.Release, r.spec, r.status)
+		return result, err
+	}
+	restore()
+	if fast, ok := s.divider(ctx, opts.Release, r.spec, r.status); ok {
+		// The same answer as the whole pass, or the whole pass it is.
+		if result, err := fast(); err == nil && SamePlacement(result, r.primary) {
+			divide = fast
+		}
+	}
+
 	possible := [][]workv1alpha2.TargetCluster{r.primary}
 	failure := ""
 	for _, st := range states {
 		reported(st.gain, st.loss)
-		result, _, err := s.schedule(ctx, opts.Release, r.spec, r.status)
+		result, err := divide()
 		if err != nil {
 			if failure == "" {
 				failure = err.Error()
@@ -312,4 +328,62 @@ func sortedPlacement(p []workv1alpha2.TargetCluster) []workv1alpha2.TargetCluste
 	}
 	slices.SortFunc(out, func(a, b workv1alpha2.TargetCluster) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// divider returns a division of spec's replicas over the clusters as their
+// summaries read at each call: Karmada's cluster selection (which runs the
+// estimator) and assignment over the clusters that its filter and score
+// plugins, run once here, let through. Those plugins do not read the
+// summaries, so this is the generic scheduler's pass without the parts that
+// cannot change. ok is false where schedule() does more than one pass
+// (cluster affinity groups) or a release divides otherwise.
+func (s *karmadaScheduler) divider(ctx context.Context, release *karmadaversion.Info, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (func() ([]workv1alpha2.TargetCluster, error), bool) {
+	if spec.Placement.ClusterAffinities != nil {
+		return nil, false
+	}
+	if release != nil {
+		webster, modelNodes := release.DividesByWebster(), release.EstimatesOnModelNodes()
+		if !webster.Known || !webster.Yes || !modelNodes.Known || !modelNodes.Yes {
+			return nil, false
+		}
+	}
+	snapshot := s.cache.Snapshot()
+	var fit []*clusterv1alpha1.Cluster
+	for _, info := range snapshot.GetClusters() {
+		c := info.Cluster()
+		own := s.clusters[c.Name]
+		if !c.DeletionTimestamp.IsZero() || own == nil {
+			continue
+		}
+		result := s.framework.RunFilterPlugins(&framework.FilterContext{
+			Context: ctx, BindingSpec: spec, BindingStatus: status, Cluster: c,
+			ResourceBindingIndexer: s.cache.ResourceBindingIndexer(),
+			AssigningBindings:      s.cache.AssigningResourceBindings().GetBindings(),
+		})
+		if result.IsSuccess() {
+			// The scheduler's own copy, whose summary the caller changes.
+			fit = append(fit, own)
+		}
+	}
+	if len(fit) == 0 {
+		return nil, false
+	}
+	scores, result := s.framework.RunScorePlugins(ctx, spec, fit)
+	if result != nil {
+		return nil, false
+	}
+	list := make(framework.ClusterScoreList, len(fit))
+	for i, c := range fit {
+		list[i] = framework.ClusterScore{Cluster: c}
+		for _, byCluster := range scores {
+			list[i].Score += byCluster[i].Score
+		}
+	}
+	return func() ([]workv1alpha2.TargetCluster, error) {
+		selected, err := core.SelectClusters(list, spec.Placement, spec, status, s.cache.AssigningResourceBindings())
+		if err != nil {
+			return nil, err
+		}
+		return core.AssignReplicas(selected, spec, status)
+	}, true
 }
