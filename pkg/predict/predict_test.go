@@ -287,3 +287,27 @@ func TestOvercommits(t *testing.T) {
 	assert.Equal(t, []Overcommit{{Cluster: "member1", Gain: 4, Room: 3}}, Overcommits(clusters, ps))
 	assert.Empty(t, Overcommits(clusters, ps[:1]))
 }
+
+// The timing check's shortcut (filter and score once, then select and
+// divide) answers as the whole pass does, also after the summaries change.
+func TestDividerAnswersAsSchedule(t *testing.T) {
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 996), cluster("member2", 962), cluster("member3", 972)}
+	for _, b := range []*workv1alpha2.ResourceBinding{
+		binding("d", dynamic, 5, tc("member2", 3), tc("member3", 2)),
+		binding("a", aggregated, 4, tc("member2", 4)),
+	} {
+		sched, err := newKarmadaScheduler(clusters)
+		require.NoError(t, err)
+		fresh := freshTrigger(&b.Spec, &b.Status)
+		fast, ok := sched.divider(context.Background(), nil, fresh, &b.Status)
+		require.True(t, ok)
+		for _, free := range []int64{0, 20, 40} {
+			sched.clusters["member1"].Status.ResourceSummary.Allocating = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(free, resource.DecimalSI)}
+			want, _, err := sched.schedule(context.Background(), nil, fresh, &b.Status)
+			require.NoError(t, err)
+			got, err := fast()
+			require.NoError(t, err)
+			assert.True(t, SamePlacement(want, got), "%s with %d pods allocating on member1: %v, %v", b.Name, free, want, got)
+		}
+	}
+}
