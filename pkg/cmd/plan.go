@@ -301,6 +301,12 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 		fmt.Fprintf(o.ErrOut, "warning: %s; predicting with the rules of the scheduler this plugin is built with (Karmada %s)\n",
 			releaseName(info, err), karmadaversion.NewestTested)
 	}
+	if opts.InFlight == 0 {
+		// A rebalance writes its triggers with --burst writers (plan, which
+		// has no such flag, assumes the default): the order the scheduler
+		// takes the batch in is bounded by it.
+		opts.InFlight = o.Burst
+	}
 	predictions, err := predict.Predict(ctx, in, targets, opts)
 	if err != nil {
 		return nil, nil, withExitCode(ExitError, fmt.Errorf("predicting the placements failed: %w", err))

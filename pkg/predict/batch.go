@@ -26,14 +26,16 @@ const ReasonBatchTiming = "BatchTiming"
 // summaries, which every member refreshes on its own timer
 // (--cluster-status-update-frequency). While the scheduler works through a
 // batch, a member may report the pods the batch's earlier decisions moved, and
-// the later decisions then see less (or more) free room there. Neither when
-// the members report, nor which workloads the scheduler has done by then (a
-// rebalance writes its triggers from several workers at once, so the
-// scheduler's order is not the list order), can be known in advance. What can
-// be known is the range: each member reports somewhere between none and all of
-// the batch's other moves. A division that comes out the same over that range
-// is predicted; one that does not is CannotPredict (BatchTiming), with the
-// placements it may get.
+// the later decisions then see less (or more) free room there. When the
+// members report cannot be known in advance. What can be known is the range:
+// each member reports somewhere between none and all of the moves decided
+// before. Which ones those are is bounded by how the triggers are written: a
+// rebalance hands them out in the batch's order to Options.InFlight writers,
+// and the scheduler takes them as the writes land, so a workload can come
+// after any of the ones before it and after at most InFlight-1 of those
+// behind it. A division that comes out the same over that range is predicted;
+// one that does not is CannotPredict (BatchTiming), with the placements it
+// may get.
 
 // footprint is what a batch's decisions add to (gain) and take from (loss)
 // each cluster's allocated resources once the members report them.
@@ -140,8 +142,9 @@ type batchRow struct {
 }
 
 // checkBatchTiming turns each capacity-dependent prediction of a batch whose
-// division changes with the members' reports of the batch's other moves into
-// CannotPredict (BatchTiming). The other moves are first taken as predicted;
+// division changes with the members' reports of the batch's other moves (those
+// the scheduler may have decided before it) into CannotPredict (BatchTiming).
+// rows are in the batch's order. The other moves are first taken as predicted;
 // a workload found to depend on the timing may move otherwise, so the check
 // runs once more with each such workload's widest move.
 func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batchRow, out []Prediction, opts Options) error {
@@ -151,11 +154,19 @@ func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batch
 			moves[i] = movesOf(r.spec, out[r.index].Before, [][]workv1alpha2.TargetCluster{r.primary})
 		}
 	}
+	window := opts.InFlight
+	if window <= 0 || window > len(rows) {
+		window = len(rows)
+	}
 	predicted := slices.Clone(out)
 	for range 2 {
-		total := footprint{}
-		for _, m := range moves {
-			total.add(m, 1)
+		// upTo[i] sums the moves of rows 0..i-1.
+		upTo := make([]footprint, len(rows)+1)
+		upTo[0] = footprint{}
+		for i, m := range moves {
+			upTo[i+1] = footprint{}
+			upTo[i+1].add(upTo[i], 1)
+			upTo[i+1].add(m, 1)
 		}
 		widened := false
 		for i, r := range rows {
@@ -165,8 +176,10 @@ func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batch
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			// Every row before this one, and the ones behind it whose
+			// triggers may be written while its own is.
 			others := footprint{}
-			others.add(total, 1)
+			others.add(upTo[min(i+window, len(rows))], 1)
 			others.add(moves[i], -1)
 			possible, failure := sched.underReports(ctx, others, r, opts)
 			if len(possible) <= 1 && failure == "" {

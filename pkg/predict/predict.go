@@ -61,6 +61,11 @@ type Options struct {
 	// the pods moved: the view of a scheduler much slower than the status
 	// updates.
 	Eventual bool
+	// InFlight is how many trigger writes the rebalance has in flight (its
+	// --burst): karmada-scheduler takes a batch in the order the writes land,
+	// so a workload may be decided after any workload before it in the batch
+	// and after at most InFlight-1 behind it. 0 means any order.
+	InFlight int
 }
 
 // Predict predicts a fresh reschedule of every target, one prediction per

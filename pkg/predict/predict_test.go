@@ -223,6 +223,15 @@ func TestPredictBatchTiming(t *testing.T) {
 		assert.False(t, Selection{ToCluster: "member3"}.Keeps(&p))
 	}
 
+	// One writer at a time: the scheduler takes the batch in its order, so
+	// the first workload is decided before any other moved; the last one may
+	// see all of them reported.
+	ordered, err := Predict(context.Background(), input(clusters, bindings...), targets, Options{InFlight: 1})
+	require.NoError(t, err)
+	assert.Equal(t, WouldMove, ordered[0].Verdict, ordered[0].Message)
+	assert.Equal(t, CannotPredict, ordered[7].Verdict)
+	assert.Contains(t, ordered[7].Message, "take up to 14 pods on member1")
+
 	// One workload alone: nothing else moves, the prediction stands.
 	alone, err := Predict(context.Background(), input(clusters, bindings[0]), targets[:1], Options{})
 	require.NoError(t, err)

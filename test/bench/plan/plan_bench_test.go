@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,7 +96,9 @@ func BenchmarkPlan2000(b *testing.B) {
 	b.Run("plan-file", func(b *testing.B) {
 		for range b.N {
 			var counts map[string]int
+			stop := cpuProfile(b, os.Getenv("PLAN_BENCH_CPUPROFILE"))
 			fileTook, counts, planned = runPlan(b, cp, cache, "-f", manifest)
+			stop()
 			line("kubectl rebalance plan -f (2,000 workloads listed)", fileTook, counts)
 		}
 	})
@@ -500,4 +503,21 @@ func parallel(items []string, workers int, fn func(string) error) error {
 	close(ch)
 	wg.Wait()
 	return first
+}
+
+// cpuProfile writes a CPU profile of what runs until stop to path, when
+// path is set (PLAN_BENCH_CPUPROFILE): the plan runs in process, so the
+// profile is the plan's, against the fleet the benchmark set up.
+func cpuProfile(b *testing.B, path string) (stop func()) {
+	b.Helper()
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	require.NoError(b, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(b, f.Close())
+	}
 }
