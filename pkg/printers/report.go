@@ -269,8 +269,15 @@ func PrintReport(w io.Writer, r *Report, format string) error {
 	var err error
 	switch format {
 	case OutputReportJSON:
-		data, err = json.MarshalIndent(r, "", "    ")
-		data = append(data, '\n')
+		// The encoder indents in place of MarshalIndent's extra copies of
+		// the document (a fleet's report runs to megabytes); the bytes are
+		// the same, newline included.
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "    ")
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encoding the report failed: %w", err)
+		}
+		return nil
 	case OutputReportYAML:
 		data, err = yaml.Marshal(r)
 	default:
