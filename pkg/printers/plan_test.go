@@ -64,6 +64,23 @@ func TestPlanReportFields(t *testing.T) {
 	assert.Equal(t, 1.0, doc["summary"].(map[string]any)["verdicts"].(map[string]any)["WouldMove"])
 }
 
+// The report is written a workload at a time, byte for byte as the whole
+// document indented at once.
+func TestReportJSONIsTheIndentedDocument(t *testing.T) {
+	for name, r := range map[string]*Report{
+		"plan":  PlanReport(planFixture(), predict.Selection{ToCluster: "member1", ChangedOnly: true}),
+		"empty": PlanReport(nil, predict.Selection{}),
+		"nil":   {APIVersion: ReportAPIVersion, Kind: ReportKind, Command: "plan"},
+		"one":   PlanReport(planFixture()[:1], predict.Selection{}),
+	} {
+		var out bytes.Buffer
+		require.NoError(t, PrintReport(&out, r, OutputReportJSON), name)
+		want, err := json.MarshalIndent(r, "", "    ")
+		require.NoError(t, err)
+		assert.Equal(t, string(want)+"\n", out.String(), name)
+	}
+}
+
 func TestRebalanceReportMatchesPrediction(t *testing.T) {
 	ps := planFixture()
 	rows := []rebalance.Row{{Workload: ps[0].Workload, Binding: ps[0].Binding, Result: "Successful",

@@ -1,6 +1,8 @@
 package printers
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -263,21 +265,60 @@ func reportClusters(workloads []ReportWorkload) []ReportCluster {
 	return out
 }
 
+// reportIndent is the indentation of -o report-json.
+const reportIndent = "    "
+
+// writeReportJSON writes r as json.MarshalIndent would, plus a newline, but
+// one workload at a time through a small buffer: a fleet's report runs to
+// megabytes, and encoding it whole held several copies of it at once.
+func writeReportJSON(w io.Writer, r *Report) error {
+	if len(r.Workloads) == 0 {
+		data, err := json.MarshalIndent(r, "", reportIndent)
+		if err != nil {
+			return fmt.Errorf("encoding the report failed: %w", err)
+		}
+		_, err = w.Write(append(data, '\n'))
+		return err
+	}
+	shell := *r
+	shell.Workloads = []ReportWorkload{}
+	head, err := json.MarshalIndent(&shell, "", reportIndent)
+	if err != nil {
+		return fmt.Errorf("encoding the report failed: %w", err)
+	}
+	// The shell's empty list is where the workloads go.
+	before, after, found := bytes.Cut(head, []byte(`"workloads": []`))
+	if !found {
+		return fmt.Errorf("encoding the report failed: no workloads list in %q", head)
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(before)
+	bw.WriteString(`"workloads": [`)
+	itemPrefix := reportIndent + reportIndent
+	for i := range r.Workloads {
+		item, err := json.MarshalIndent(&r.Workloads[i], itemPrefix, reportIndent)
+		if err != nil {
+			return fmt.Errorf("encoding the report failed: %w", err)
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n" + itemPrefix)
+		bw.Write(item)
+	}
+	bw.WriteString("\n" + reportIndent + "]")
+	bw.Write(after)
+	bw.WriteByte('\n')
+	return bw.Flush()
+}
+
 // PrintReport writes the report as indented JSON or as YAML.
 func PrintReport(w io.Writer, r *Report, format string) error {
 	var data []byte
 	var err error
 	switch format {
 	case OutputReportJSON:
-		// The encoder indents in place of MarshalIndent's extra copies of
-		// the document (a fleet's report runs to megabytes); the bytes are
-		// the same, newline included.
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "    ")
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("encoding the report failed: %w", err)
-		}
-		return nil
+		return writeReportJSON(w, r)
 	case OutputReportYAML:
 		data, err = yaml.Marshal(r)
 	default:
