@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
@@ -10,27 +11,52 @@ import (
 
 // A run over a fleet holds one Binding per workload until it ends. These
 // keep each one small: of the labels only those a rebalance reads, and one
-// copy of each distinct placement (the bindings of a policy all carry the
-// same), which no code changes after reading.
+// copy of each distinct set of them and of each distinct placement (the
+// bindings of a policy all carry the same), which no code changes after
+// reading.
+
+// policyLabelKeys are the labels a rebalance or a prediction reads.
+var policyLabelKeys = []string{policyv1alpha1.PropagationPolicyPermanentIDLabel, policyv1alpha1.ClusterPropagationPolicyPermanentIDLabel, workv1alpha2.BindingManagedByLabel}
 
 // PolicyLabels keeps the labels a rebalance or a prediction reads (the
 // policy labels that tell a scheduled workload from a dependency), nil when
-// none.
+// none. The bindings of one policy carry the same ones, so the map returned
+// is shared with every equal one: callers must not change it.
 func PolicyLabels(labels map[string]string) map[string]string {
-	var out map[string]string
-	for _, k := range []string{policyv1alpha1.PropagationPolicyPermanentIDLabel, policyv1alpha1.ClusterPropagationPolicyPermanentIDLabel, workv1alpha2.BindingManagedByLabel} {
+	var key strings.Builder
+	for _, k := range policyLabelKeys {
 		if v, ok := labels[k]; ok {
-			if out == nil {
-				out = make(map[string]string, 1)
-			}
+			key.WriteString(k + "=" + v + "\x00")
+		}
+	}
+	if key.Len() == 0 {
+		return nil
+	}
+	sharedLabels.Lock()
+	defer sharedLabels.Unlock()
+	if shared, ok := sharedLabels.byKey[key.String()]; ok {
+		return shared
+	}
+	out := make(map[string]string, 1)
+	for _, k := range policyLabelKeys {
+		if v, ok := labels[k]; ok {
 			out[k] = v
 		}
 	}
+	if len(sharedLabels.byKey) >= maxSharedPlacements {
+		sharedLabels.byKey = map[string]map[string]string{}
+	}
+	sharedLabels.byKey[key.String()] = out
 	return out
 }
 
-// maxSharedPlacements bounds the placements remembered for sharing; past it
-// the memory starts again empty.
+var sharedLabels = struct {
+	sync.Mutex
+	byKey map[string]map[string]string
+}{byKey: map[string]map[string]string{}}
+
+// maxSharedPlacements bounds the placements (and the label sets)
+// remembered for sharing; past it the memory starts again empty.
 const maxSharedPlacements = 1024
 
 var placements = struct {

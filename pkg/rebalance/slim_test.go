@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"reflect"
 	"testing"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
@@ -30,6 +31,7 @@ func TestBindingKeepsWhatARunReads(t *testing.T) {
 	other := BindingFromObject(rb("z-deployment", placement("member3")))
 
 	assert.Equal(t, map[string]string{policyv1alpha1.PropagationPolicyPermanentIDLabel: "p1"}, one.Labels)
+	assert.Equal(t, reflect.ValueOf(one.Labels).Pointer(), reflect.ValueOf(two.Labels).Pointer(), "equal policy labels are one map")
 	assert.Same(t, one.Spec.Placement, two.Spec.Placement, "equal placements are one copy")
 	assert.NotSame(t, one.Spec.Placement, other.Spec.Placement)
 	assert.Equal(t, []string{"member3"}, other.Spec.Placement.ClusterAffinity.ClusterNames)
@@ -39,6 +41,7 @@ func TestBindingKeepsWhatARunReads(t *testing.T) {
 		Spec:       workv1alpha2.ResourceBindingSpec{Placement: placement("member1", "member2")},
 	})
 	assert.Equal(t, map[string]string{policyv1alpha1.ClusterPropagationPolicyPermanentIDLabel: "c1"}, crb.Labels)
+	assert.NotEqual(t, reflect.ValueOf(one.Labels).Pointer(), reflect.ValueOf(crb.Labels).Pointer())
 	assert.Same(t, one.Spec.Placement, crb.Spec.Placement)
 	assert.Nil(t, PolicyLabels(map[string]string{"team": "web"}))
 	assert.Nil(t, SharedPlacement(nil))
