@@ -52,6 +52,10 @@ type fakeAPI struct {
 	beforePatch func(f *fakeAPI, k bindingKey)
 	// watchErr, when set, fails every watch.
 	watchErr error
+	// beforeResourceVersion runs inside each CurrentResourceVersion, with the
+	// number of calls so far.
+	beforeResourceVersion func(f *fakeAPI, calls int)
+	rvCalls               int
 	// compacting keeps no history: a watch from any version older than the
 	// latest change has lost its place (410 Gone, as after a compaction).
 	compacting bool
@@ -165,6 +169,10 @@ func (f *fakeAPI) CurrentResourceVersion(_ context.Context, _ Scope) (string, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.request("list")
+	f.rvCalls++
+	if f.beforeResourceVersion != nil {
+		f.beforeResourceVersion(f, f.rvCalls)
+	}
 	return strconv.Itoa(f.rv), nil
 }
 

@@ -43,11 +43,11 @@ func TestWaitAfterExpiredWatchListsPerNamespace(t *testing.T) {
 			}
 			f.api.compacting = true
 			f.api.scheduler = reschedulingTo(backInMember...)
-			// The first binding triggered is deleted while the last is written.
-			first, last := bindingKey{"ns-00", "app-00-deployment"}, bindingKey{"small", "two-deployment"}
-			f.api.beforePatch = func(api *fakeAPI, k bindingKey) {
-				if k == last {
-					api.removeLocked(first)
+			// One binding is deleted after the writes, before the wait
+			// takes a fresh version to watch from.
+			f.api.beforeResourceVersion = func(api *fakeAPI, calls int) {
+				if calls == 2 {
+					api.removeLocked(bindingKey{"ns-00", "app-00-deployment"})
 				}
 			}
 
