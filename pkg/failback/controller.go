@@ -117,7 +117,10 @@ type Controller struct {
 	states  map[string]State
 	runs    map[string]*activeRun
 	leading context.Context // nil while not leading
-	wg      sync.WaitGroup
+	// stopping is the context of Run: once it ends the daemon is stopping
+	// (SIGTERM, SIGINT), which a failback it cuts short reports.
+	stopping context.Context
+	wg       sync.WaitGroup
 }
 
 type activeRun struct {
@@ -163,6 +166,7 @@ func (discardEvents) WriteEvent(context.Context, runtime.Object, string, string,
 func (c *Controller) Run(ctx context.Context, le *daemon.LeaderElection, health *daemon.Health) error {
 	c.queue = workqueue.NewTypedDelayingQueue[string]()
 	defer c.queue.ShutDown()
+	c.stopping = ctx
 	factory := karmadainformers.NewSharedInformerFactory(c.client, c.opts.ResyncPeriod)
 	informer := factory.Cluster().V1alpha1().Clusters()
 	c.lister = informer.Lister()
@@ -340,11 +344,15 @@ func (c *Controller) lead(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			why := "this daemon lost the Lease"
+			if c.stopping != nil && c.stopping.Err() != nil {
+				why = "the daemon is stopping"
+			}
 			c.mu.Lock()
 			c.leading = nil
 			for _, run := range c.runs {
 				if run.aborted == "" {
-					run.aborted = "this daemon stopped leading"
+					run.aborted = why
 				}
 				run.cancel()
 			}
@@ -433,7 +441,9 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, key string, resume 
 	if c.runs[name] != nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(c.leading)
+	// The run ends only when told why (cancel after setting aborted): when
+	// the leadership ends, lead() says so before cancelling.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(c.leading))
 	run := &activeRun{key: key, cancel: cancel, done: make(chan struct{})}
 	c.runs[name] = run
 	req := Request{
