@@ -150,7 +150,10 @@ func (f *fleet) load(ctx context.Context, namespace string) error {
 	return nil
 }
 
-// relist reads every binding of the namespace into the store.
+// relist reads every binding of the namespace into the store. A stored
+// binding of the namespace that the list no longer holds was deleted while
+// no watch told (after its watch expired): it leaves the store, and whoever
+// waits for it is woken to see it gone.
 func (f *fleet) relist(ctx context.Context, namespace string) (string, error) {
 	bindings, rv, err := f.lister.List(ctx, namespace, namespace == "")
 	if err != nil {
@@ -158,10 +161,26 @@ func (f *fleet) relist(ctx context.Context, namespace string) (string, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	listed := make(map[fleetKey]bool, len(bindings))
 	for _, b := range bindings {
+		listed[fleetKey{b.Namespace, b.Name}] = true
 		f.putLocked(b)
 	}
+	for k := range f.store {
+		if k.namespace == namespace && !listed[k] {
+			f.deleteLocked(k)
+		}
+	}
 	return rv, nil
+}
+
+// deleteLocked removes k from the store and wakes whoever waits for it.
+func (f *fleet) deleteLocked(k fleetKey) {
+	delete(f.store, k)
+	if ch := f.changed[k]; ch != nil {
+		close(ch)
+		delete(f.changed, k)
+	}
 }
 
 // putLocked stores b unless the store holds a later generation or status of
@@ -239,12 +258,7 @@ func (f *fleet) drain(w watch.Interface, namespace, rv string) string {
 				rv = b.ResourceVersion
 				f.mu.Lock()
 				if ev.Type == watch.Deleted {
-					k := fleetKey{b.Namespace, b.Name}
-					delete(f.store, k)
-					if ch := f.changed[k]; ch != nil {
-						close(ch)
-						delete(f.changed, k)
-					}
+					f.deleteLocked(fleetKey{b.Namespace, b.Name})
 				} else {
 					f.putLocked(b)
 				}

@@ -298,3 +298,39 @@ func TestFleetLostAnswerIsReadFromTheServer(t *testing.T) {
 	assert.Len(t, api.writes, 20)
 	assert.Equal(t, 20, api.requests["PATCH"], "after a lost answer the binding is read from the server before any write")
 }
+
+// A namespace listed again after its watch expired drops the bindings the
+// list no longer holds (deleted while no watch told), and whoever waits for
+// one of them is woken to see it gone.
+func TestFleetRelistDropsDeletedBindings(t *testing.T) {
+	api := newFakeFleet(2, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFleet(ctx, api, api)
+	_, err := f.relist(ctx, "ns-0")
+	require.NoError(t, err)
+	_, err = f.relist(ctx, "ns-1")
+	require.NoError(t, err)
+	gone := fleetKey{"ns-0", "app-1-deployment"}
+	b, changed := f.current(gone)
+	require.NotNil(t, b)
+
+	api.mu.Lock()
+	delete(api.bindings, "ns-0/app-1-deployment")
+	delete(api.bindings, "ns-1/app-1-deployment")
+	api.mu.Unlock()
+	_, err = f.relist(ctx, "ns-0")
+	require.NoError(t, err)
+
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the waiter of the deleted binding was not woken")
+	}
+	b, _ = f.current(gone)
+	assert.Nil(t, b)
+	kept, _ := f.current(fleetKey{"ns-0", "app-0-deployment"})
+	assert.NotNil(t, kept)
+	other, _ := f.current(fleetKey{"ns-1", "app-1-deployment"})
+	assert.NotNil(t, other, "another namespace is left to its own list")
+}
