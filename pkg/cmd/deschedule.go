@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -608,7 +609,11 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 // the lease namespace, whatever --leader-elect-resource-name says: a daemon
 // on a Lease of its own would run beside karmada-descheduler.
 func (o *DescheduleOptions) checkKarmadaDescheduler(ctx context.Context, leases kubernetes.Interface, serverNow func() (time.Time, bool)) error {
-	found, err := deschedule.FindForeignLeader(ctx, leases, o.LeaderElectNamespace, deschedule.DefaultLeaseName, serverNow)
+	var found *deschedule.ForeignLeader
+	err := daemon.RetryStartup(ctx, o.logger, "reading karmada-descheduler's lease", daemonRetriable(ctx), func() (err error) {
+		found, err = deschedule.FindForeignLeader(ctx, leases, o.LeaderElectNamespace, deschedule.DefaultLeaseName, serverNow)
+		return err
+	})
 	if err != nil || found == nil {
 		return err
 	}
@@ -623,6 +628,17 @@ func (o *DescheduleOptions) checkKarmadaDescheduler(ctx context.Context, leases 
 			"lease", found.Namespace+"/"+found.Name, "holder", found.Holder)
 	}
 	return nil
+}
+
+// daemonRetriable accepts the errors of a daemon's start-up requests that a
+// passing fault explains: those a command retries (isTransient) and, as a
+// daemon has nobody at a terminal to tell at once and an orchestrator would
+// only restart it, a request that ran out of --request-timeout and a refused
+// connection (an apiserver restarting). Nothing is retried once ctx ends.
+func daemonRetriable(ctx context.Context) func(error) bool {
+	return func(err error) bool {
+		return ctx.Err() == nil && (isTransient(err) || errors.Is(err, context.DeadlineExceeded) || utilnet.IsConnectionRefused(err))
+	}
 }
 
 // descheduler wires the engine to the Karmada apiserver, the member
@@ -783,10 +799,11 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 	}
 
 	opts := deschedule.DaemonOptions{
-		Interval: o.Interval,
-		Metrics:  metrics,
-		Health:   health,
-		Logger:   log,
+		Interval:  o.Interval,
+		Metrics:   metrics,
+		Health:    health,
+		Logger:    log,
+		Retriable: daemonRetriable(ctx),
 		OnPass: func(result *deschedule.PassResult, err error) {
 			logPass(log, result, err)
 			if result != nil {

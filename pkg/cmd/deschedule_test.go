@@ -1,9 +1,14 @@
 package cmd
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
@@ -286,4 +293,32 @@ func TestDescheduleIgnoredKarmadaFlags(t *testing.T) {
 	}
 	assert.Contains(t, help, "--master string")
 	assert.Contains(t, help, "--enable-pprof")
+}
+
+// TestDaemonRetriable: a daemon's start-up requests are retried after a
+// passing fault, never after a refusal, and not once the daemon stops.
+func TestDaemonRetriable(t *testing.T) {
+	gr := schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"500", apierrors.NewInternalError(errors.New("injected")), true},
+		{"503", apierrors.NewServiceUnavailable("shutting down"), true},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
+		{"request timeout", fmt.Errorf("list: %w", context.DeadlineExceeded), true},
+		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"forbidden", apierrors.NewForbidden(gr, "", errors.New("no RBAC")), false},
+		{"not served", apierrors.NewNotFound(gr, ""), false},
+		{"unauthorized", apierrors.NewUnauthorized("who are you"), false},
+	}
+	retriable := daemonRetriable(context.Background())
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, retriable(tt.err), tt.name)
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.False(t, daemonRetriable(stopped)(apierrors.NewInternalError(errors.New("injected"))), "nothing is retried once the daemon stops")
 }

@@ -36,6 +36,11 @@ type DaemonOptions struct {
 	Logger *slog.Logger
 	// OnPass is called after every pass with its result or error.
 	OnPass func(*PassResult, error)
+	// Retriable accepts the errors of the start-up check that a later
+	// attempt may not meet (a 500, an apiserver restarting, a request timing
+	// out): the check is then retried until it passes or ctx ends, so that
+	// a passing fault does not end the daemon. Nil retries nothing.
+	Retriable func(error) bool
 }
 
 // Run is the daemon: it checks that the Karmada apiserver answers, then runs
@@ -54,7 +59,7 @@ func (d *Descheduler) Run(ctx context.Context, opts DaemonOptions) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := d.checkAccess(ctx); err != nil {
+	if err := d.checkAccess(ctx, opts); err != nil {
 		return err
 	}
 	opts.Health.SetReady(true)
@@ -72,9 +77,13 @@ func (d *Descheduler) Run(ctx context.Context, opts DaemonOptions) error {
 }
 
 // checkAccess makes one cheap request, so that a wrong kubeconfig or missing
-// RBAC stops the daemon at start instead of failing every pass.
-func (d *Descheduler) checkAccess(ctx context.Context) error {
-	_, err := d.karmada.WorkV1alpha2().ResourceBindings(d.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+// RBAC stops the daemon at start instead of failing every pass; a passing
+// fault is retried (opts.Retriable).
+func (d *Descheduler) checkAccess(ctx context.Context, opts DaemonOptions) error {
+	err := daemon.RetryStartup(ctx, opts.Logger, "listing resourcebindings", opts.Retriable, func() error {
+		_, err := d.karmada.WorkV1alpha2().ResourceBindings(d.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", d.scopeWords(), err)
 	}

@@ -65,6 +65,42 @@ func TestRunFailsFastWithoutAccess(t *testing.T) {
 	assert.ErrorContains(t, f.descheduler(t, Options{}).Run(context.Background(), DaemonOptions{}), "interval must be positive")
 }
 
+// TestRunRetriesAPassingFaultAtStart: a start-up check that meets an error
+// the caller calls passing (an apiserver restarting) is tried again, and the
+// daemon passes once it answers; a refusal still ends Run.
+func TestRunRetriesAPassingFaultAtStart(t *testing.T) {
+	fast := daemon.StartupBackoff
+	daemon.StartupBackoff.Duration, daemon.StartupBackoff.Cap = time.Millisecond, time.Millisecond
+	t.Cleanup(func() { daemon.StartupBackoff = fast })
+	restarting := errors.New("the server is currently unable to handle the request")
+	retriable := func(err error) bool { return errors.Is(err, restarting) }
+
+	f := quietFixture()
+	var lists atomic.Int32
+	f.karmada.PrependReactor("list", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) <= 3 {
+			return true, nil, restarting
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var passes []error
+	opts := DaemonOptions{Interval: time.Millisecond, Retriable: retriable, OnPass: func(_ *PassResult, err error) {
+		passes = append(passes, err)
+		cancel()
+	}}
+	require.NoError(t, f.descheduler(t, Options{}).Run(ctx, opts))
+	assert.Equal(t, []error{nil}, passes, "the daemon started and passed")
+	assert.GreaterOrEqual(t, lists.Load(), int32(5), "three failed checks, the check that passed, the pass")
+
+	f = quietFixture()
+	f.karmada.PrependReactor("list", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden")
+	})
+	err := f.descheduler(t, Options{Namespace: "shop"}).Run(context.Background(), DaemonOptions{Interval: time.Second, Retriable: retriable})
+	assert.ErrorContains(t, err, "check the Karmada kubeconfig and your RBAC: forbidden")
+}
+
 func TestRunKeepsPassingWhenAPassFails(t *testing.T) {
 	f := quietFixture()
 	var lists atomic.Int32
