@@ -69,7 +69,7 @@ fuzz:
 
 ## faults: kubectl rebalance through a fault-injecting proxy on the real control plane, apiserver restarted mid-run; prints the figures of docs/reliability.md
 faults: controlplane
-	$(GO) test -p 1 ./test/faults -run '^$$' -bench . -benchtime 1x -timeout 60m
+	$(GO) test -p 1 ./test/faults/... -run '^$$' -bench . -benchtime 1x -timeout 60m
 
 ## docs: regenerate docs/reference from the command tree
 docs:

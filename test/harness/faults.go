@@ -2,8 +2,10 @@ package harness
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -41,6 +43,10 @@ const (
 	// closes the connection instead of answering: the client cannot know
 	// that its write landed.
 	FaultLostAnswer = "lost-answer"
+	// FaultTimeout holds the request without forwarding it until the client
+	// gives up or FaultOptions.Hold has passed, then hangs up: a server that
+	// never answers. Injected only when Hold is set.
+	FaultTimeout = "timeout"
 )
 
 // FaultOptions configure a FaultProxy.
@@ -50,6 +56,9 @@ type FaultOptions struct {
 	Rate float64
 	// Seed makes the sequence of faults repeatable.
 	Seed uint64
+	// Hold, when set, adds FaultTimeout to the faults and is how long such a
+	// request is held; make it longer than the client's request timeout.
+	Hold time.Duration
 }
 
 // FaultStats are the figures of a FaultProxy.
@@ -66,6 +75,10 @@ type FaultStats struct {
 	// Upstream5xx counts answers of 500 and more the proxy passed on or made
 	// itself because the server was away (502 during a restart).
 	Upstream5xx int
+	// MemberRequests counts the requests to member clusters through the
+	// Karmada cluster proxy (clusters/NAME/proxy/...), MemberFaults the
+	// faults injected into them.
+	MemberRequests, MemberFaults int
 }
 
 // TotalFaults is the number of injected faults.
@@ -87,8 +100,27 @@ func (s FaultStats) String() string {
 	if s.Eligible > 0 {
 		rate = 100 * float64(s.TotalFaults()) / float64(s.Eligible)
 	}
-	return fmt.Sprintf("requests %d (eligible %d), faults %d (%.1f%% of eligible: %s), retries %d, 5xx from the server or its absence %d",
+	line := fmt.Sprintf("requests %d (eligible %d), faults %d (%.1f%% of eligible: %s), retries %d, 5xx from the server or its absence %d",
 		s.Requests, s.Eligible, s.TotalFaults(), rate, strings.Join(kinds, " "), s.Retries, s.Upstream5xx)
+	if s.MemberRequests > 0 {
+		line += fmt.Sprintf(", member proxy requests %d (faults %d)", s.MemberRequests, s.MemberFaults)
+	}
+	return line
+}
+
+// BindingWrite is an update (PUT) of a ResourceBinding or
+// ClusterResourceBinding, not of its status and not a dry run, that the
+// server accepted, whether or not the client heard the answer.
+type BindingWrite struct {
+	// Binding is "namespace/name", or "name" for a ClusterResourceBinding.
+	Binding string
+	// Sent is when the proxy received the request, Answered when the server's
+	// answer came back.
+	Sent, Answered time.Time
+	// Clusters is the spec.clusters written, as "member1:0,member2:2".
+	Clusters string
+	// AnswerLost is set when the proxy hung up instead of passing the answer on.
+	AnswerLost bool
 }
 
 // FaultProxy is a plain-HTTP reverse proxy on 127.0.0.1 in front of the
@@ -112,6 +144,8 @@ type FaultProxy struct {
 	// triggers counts, per binding path, the trigger writes the server
 	// accepted (2xx), whether or not the client heard the answer.
 	triggers map[string]int
+	// updates are the binding updates the server accepted, in order.
+	updates []BindingWrite
 }
 
 // StartFaultProxy starts a fault-injecting proxy that forwards with the
@@ -128,6 +162,8 @@ func (cp *ControlPlane) StartFaultProxy(opts FaultOptions) (*FaultProxy, error) 
 	forward := httputil.NewSingleHostReverseProxy(target)
 	forward.Transport = transport
 	forward.FlushInterval = -1
+	// A server away (a restart) is counted as a 502, not logged per request.
+	forward.ErrorLog = log.New(io.Discard, "", 0)
 	p := &FaultProxy{
 		opts: opts, forward: forward, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		enabled: true, stats: FaultStats{Faults: map[string]int{}}, faulted: map[string]bool{}, triggers: map[string]int{},
@@ -188,13 +224,22 @@ func (p *FaultProxy) TriggerWrites() map[string]int {
 	return out
 }
 
-// ResetCounts forgets the figures and the trigger writes.
+// BindingWrites returns the binding updates the server accepted so far, in
+// the order of their answers.
+func (p *FaultProxy) BindingWrites() []BindingWrite {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.updates)
+}
+
+// ResetCounts forgets the figures and the trigger and binding writes.
 func (p *FaultProxy) ResetCounts() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats = FaultStats{Faults: map[string]int{}}
 	p.faulted = map[string]bool{}
 	p.triggers = map[string]int{}
+	p.updates = nil
 }
 
 func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
@@ -204,9 +249,14 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	_ = r.Body.Close()
 	isTrigger := r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "bindings/") &&
 		bytes.Contains(body, []byte("rescheduleTriggeredAt")) && r.URL.Query().Get("dryRun") == ""
+	update := bindingUpdate(r, body)
+	member := isMemberProxyPath(r.URL.Path)
 
 	p.mu.Lock()
 	p.stats.Requests++
+	if member {
+		p.stats.MemberRequests++
+	}
 	if p.faulted[key] {
 		p.stats.Retries++
 		delete(p.faulted, key)
@@ -219,8 +269,14 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodGet {
 				kinds = append(kinds, FaultLostAnswer, FaultLostAnswer)
 			}
+			if p.opts.Hold > 0 {
+				kinds = append(kinds, FaultTimeout)
+			}
 			fault = kinds[p.rng.IntN(len(kinds))]
 			p.stats.Faults[fault]++
+			if member {
+				p.stats.MemberFaults++
+			}
 			if fault != FaultLatency {
 				p.faulted[key] = true
 			}
@@ -245,6 +301,13 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	case FaultReset:
 		hangUp(w)
 		return
+	case FaultTimeout:
+		select {
+		case <-time.After(p.opts.Hold):
+		case <-r.Context().Done():
+		}
+		hangUp(w)
+		return
 	case FaultLatency:
 		select {
 		case <-time.After(latency):
@@ -259,24 +322,61 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		// The server gets the write and answers; the client does not hear it.
 		rec := httptest.NewRecorder()
 		p.forward.ServeHTTP(rec, r)
-		p.observe(r, rec.Code, isTrigger)
+		p.observe(r, rec.Code, isTrigger, update, true)
 		hangUp(w)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 	p.forward.ServeHTTP(sw, r)
-	p.observe(r, sw.code, isTrigger)
+	p.observe(r, sw.code, isTrigger, update, false)
 }
 
-func (p *FaultProxy) observe(r *http.Request, code int, isTrigger bool) {
+func (p *FaultProxy) observe(r *http.Request, code int, isTrigger bool, update *BindingWrite, lost bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if code >= 500 {
 		p.stats.Upstream5xx++
 	}
-	if isTrigger && code >= 200 && code < 300 {
+	ok := code >= 200 && code < 300
+	if isTrigger && ok {
 		p.triggers[r.URL.Path]++
 	}
+	if update != nil && ok {
+		update.Answered, update.AnswerLost = time.Now(), lost
+		p.updates = append(p.updates, *update)
+	}
+}
+
+// bindingUpdate describes r when it updates a binding (PUT, not its status,
+// not a dry run), and returns nil otherwise.
+func bindingUpdate(r *http.Request, body []byte) *BindingWrite {
+	if r.Method != http.MethodPut || r.URL.Query().Get("dryRun") != "" || !strings.Contains(r.URL.Path, "/apis/work.karmada.io/") {
+		return nil
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) < 2 || !strings.HasSuffix(parts[len(parts)-2], "bindings") {
+		return nil // a subresource (status) or a collection
+	}
+	var obj struct {
+		Spec struct {
+			Clusters []struct {
+				Name     string `json:"name"`
+				Replicas int32  `json:"replicas"`
+			} `json:"clusters"`
+		} `json:"spec"`
+	}
+	_ = json.Unmarshal(body, &obj)
+	clusters := make([]string, 0, len(obj.Spec.Clusters))
+	for _, c := range obj.Spec.Clusters {
+		clusters = append(clusters, fmt.Sprintf("%s:%d", c.Name, c.Replicas))
+	}
+	return &BindingWrite{Binding: bindingKeyOf(r.URL.Path), Sent: time.Now(), Clusters: strings.Join(clusters, ",")}
+}
+
+// isMemberProxyPath reports a request to a member cluster through the
+// Karmada cluster proxy.
+func isMemberProxyPath(path string) bool {
+	return strings.HasPrefix(path, "/apis/cluster.karmada.io/") && strings.Contains(path, "/proxy/")
 }
 
 // hangUp closes the client's connection without an answer.
