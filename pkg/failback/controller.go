@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
@@ -493,7 +494,10 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 	if report == nil {
 		report = &Report{}
 	}
-	done, failed, pending := 0, 0, 0
+	// earlier counts the workloads a resumed failback found triggered by
+	// the run it resumes (before a restart or a lost Lease): not this run's
+	// doing, and not seen to be done.
+	done, failed, pending, earlier := 0, 0, 0, 0
 	// Events go out with the daemon's own context: a stopping daemon
 	// still says what it did.
 	ctx := context.Background()
@@ -504,6 +508,9 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 			failed++
 		case p > 0:
 			pending++
+		case row.Result == appsv1alpha1.RebalanceSuccessful && row.TriggeredAt == nil:
+			// A trigger this run wrote, or found, always has its time.
+			earlier++
 		case row.Result != "":
 			done++
 		}
@@ -542,6 +549,11 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 		c.opts.Metrics.failback(req.Cluster, result, done, failed)
 	}
 	attrs := []any{"result", result, "workloads", len(report.Rows), "done", done, "failed", failed, "pending", pending}
+	before := ""
+	if earlier > 0 {
+		attrs = append(attrs, "triggeredBefore", earlier)
+		before = fmt.Sprintf(" (%d more triggered before this failback was resumed)", earlier)
+	}
 	if report.Stopped != "" {
 		attrs = append(attrs, "stopped", report.Stopped)
 	}
@@ -559,10 +571,10 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 		if why == "" {
 			why = reasonOr(report.Stopped, "interrupted")
 		}
-		message = fmt.Sprintf("Failback to cluster %s stopped: %s; %d workload(s) done, %d failed, %d pending in workloadrebalancer %s", req.Cluster, why, done, failed, pending, req.Name)
+		message = fmt.Sprintf("Failback to cluster %s stopped: %s; %d workload(s) done, %d failed, %d pending%s in workloadrebalancer %s", req.Cluster, why, done, failed, pending, before, req.Name)
 	case ResultFailed:
 		log.Warn("failback finished with failures", attrs...)
-		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) done, %d failed", req.Cluster, done, failed)
+		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) done, %d failed%s", req.Cluster, done, failed, before)
 		if report.Stopped != "" {
 			message += "; " + report.Stopped
 		}
@@ -572,7 +584,7 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 		return
 	default:
 		log.Info("failback finished", attrs...)
-		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) rebalanced, recorded as workloadrebalancer %s", req.Cluster, done, req.Name)
+		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) rebalanced%s, recorded as workloadrebalancer %s", req.Cluster, done, before, req.Name)
 		if result == ResultNothing {
 			message = fmt.Sprintf("Failback to cluster %s: no workload would gain replicas there from a fresh reschedule; nothing moved", req.Cluster)
 		}

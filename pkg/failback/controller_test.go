@@ -11,7 +11,9 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,4 +152,45 @@ func TestControllerStopReason(t *testing.T) {
 				"; 0 workload(s) done, 0 failed, 2 pending in workloadrebalancer "+req.Name, stopped[0])
 		})
 	}
+}
+
+// TestFinishResumed reports a resumed failback: the workload the run it
+// resumes had triggered is neither counted as done by this run nor given a
+// FailbackTriggered event again.
+func TestFinishResumed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	require.NoError(t, err)
+	events := &eventLog{}
+	c := New(karmadafake.NewSimpleClientset(), nil, Options{Events: events, Metrics: metrics})
+	cluster := recoveredCluster("member1")
+	req := Request{Cluster: "member1", Key: "k", Name: RecordName("member1", "k"), Resume: true}
+	deploy := func(name string) rebalance.Workload {
+		return rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: name}
+	}
+	at := &metav1.Time{Time: time.Now()}
+	placed := []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 1}}
+	report := &Report{Rows: []rebalance.Row{
+		{Workload: deploy("a"), Result: appsv1alpha1.RebalanceSuccessful, Message: "recorded by an earlier pass"},
+		{Workload: deploy("b"), Result: appsv1alpha1.RebalanceSuccessful, TriggeredAt: at, After: placed,
+			Observation: rebalance.Observation{Outcome: rebalance.OutcomeScheduled}},
+		{Workload: deploy("c"), Result: appsv1alpha1.RebalanceSuccessful, TriggeredAt: at, After: placed,
+			Observation: rebalance.Observation{Outcome: rebalance.OutcomeScheduled}},
+	}}
+	c.finish(cluster, &activeRun{key: "k", done: make(chan struct{})}, req, report, nil)
+
+	assert.Equal(t, []string{"Normal FailbackFinished Failback to cluster member1 finished: 2 workload(s) rebalanced " +
+		"(1 more triggered before this failback was resumed), recorded as workloadrebalancer failback-member1-k"}, events.with(ReasonFinished))
+	assert.Len(t, events.with(ReasonTriggered), 2, "b and c, not a again")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var failedBack []float64
+	for _, f := range families {
+		if f.GetName() == "kubectl_rebalance_failback_workloads_failed_back_total" {
+			for _, m := range f.GetMetric() {
+				failedBack = append(failedBack, m.GetCounter().GetValue())
+			}
+		}
+	}
+	assert.Equal(t, []float64{2}, failedBack)
 }
