@@ -21,8 +21,17 @@ import (
 // pod deleted afterwards, which no Job of servers does.
 const CompletesAnnotation = "harness.kubectl-rebalance.io/completes"
 
+// NeverReadyAnnotation, set to "true" on a pod template, keeps kwok from
+// running the pod: it is bound to a node and stays Pending, never ready, as
+// a pod whose image cannot be pulled does. Tests use it for workloads that
+// are scheduled but never become ready.
+const NeverReadyAnnotation = "harness.kubectl-rebalance.io/never-ready"
+
 // podCompleteStage is the name of kwok's stage that completes Job pods.
 const podCompleteStage = "pod-complete"
+
+// podReadyStage is the name of kwok's stage that runs a bound pod.
+const podReadyStage = "pod-ready"
 
 // writeKwokStages writes to dir the kwok stages of the assets, with the
 // pod-complete stage limited to pods annotated CompletesAnnotation=true, and
@@ -36,10 +45,15 @@ func writeKwokStages(assetsDir, dir string) (string, error) {
 	found := false
 	for _, stage := range stages {
 		if stage.GetName() == podCompleteStage {
-			if err := requireCompletesAnnotation(stage); err != nil {
+			if err := addAnnotationCondition(stage, CompletesAnnotation, "In"); err != nil {
 				return "", fmt.Errorf("kwok stage %s in %s: %w", podCompleteStage, assetsDir, err)
 			}
 			found = true
+		}
+		if stage.GetName() == podReadyStage {
+			if err := addAnnotationCondition(stage, NeverReadyAnnotation, "NotIn"); err != nil {
+				return "", fmt.Errorf("kwok stage %s in %s: %w", podReadyStage, assetsDir, err)
+			}
 		}
 		b, err := yaml.Marshal(stage.Object)
 		if err != nil {
@@ -55,16 +69,16 @@ func writeKwokStages(assetsDir, dir string) (string, error) {
 	return path, os.WriteFile(path, out.Bytes(), 0o644)
 }
 
-// requireCompletesAnnotation adds to the selector of a stage the condition
-// that the pod is annotated CompletesAnnotation=true.
-func requireCompletesAnnotation(stage *unstructured.Unstructured) error {
+// addAnnotationCondition adds to the selector of a stage the condition that
+// the pod's annotation is (operator In) or is not (NotIn) "true".
+func addAnnotationCondition(stage *unstructured.Unstructured, annotation, operator string) error {
 	exprs, _, err := unstructured.NestedSlice(stage.Object, "spec", "selector", "matchExpressions")
 	if err != nil {
 		return err
 	}
 	exprs = append(exprs, map[string]any{
-		"key":      fmt.Sprintf(`.metadata.annotations["%s"]`, CompletesAnnotation),
-		"operator": "In",
+		"key":      fmt.Sprintf(`.metadata.annotations["%s"]`, annotation),
+		"operator": operator,
 		"values":   []any{"true"},
 	})
 	return unstructured.SetNestedSlice(stage.Object, exprs, "spec", "selector", "matchExpressions")

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWriteKwokStages checks that only kwok's pod-complete stage changes,
-// and only by requiring the pod's CompletesAnnotation.
+// TestWriteKwokStages checks that only kwok's pod-complete and pod-ready
+// stages change: the first requires the pod's CompletesAnnotation, the
+// second skips pods with NeverReadyAnnotation.
 func TestWriteKwokStages(t *testing.T) {
 	assets := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(assets, "kwok-stages.yaml"), []byte(`---
@@ -47,8 +48,10 @@ spec:
 	require.NoError(t, err)
 	require.Len(t, stages, 2)
 	assert.Equal(t, "pod-ready", stages[0].GetName())
-	assert.Equal(t, []any{map[string]any{"key": ".status.phase", "operator": "In", "values": []any{"Pending"}}},
-		stages[0].Object["spec"].(map[string]any)["selector"].(map[string]any)["matchExpressions"])
+	assert.Equal(t, []any{
+		map[string]any{"key": ".status.phase", "operator": "In", "values": []any{"Pending"}},
+		map[string]any{"key": `.metadata.annotations["harness.kubectl-rebalance.io/never-ready"]`, "operator": "NotIn", "values": []any{"true"}},
+	}, stages[0].Object["spec"].(map[string]any)["selector"].(map[string]any)["matchExpressions"])
 	assert.Equal(t, "phase: Running\n", stages[0].Object["spec"].(map[string]any)["next"].(map[string]any)["statusTemplate"])
 	assert.Equal(t, "pod-complete", stages[1].GetName())
 	assert.Equal(t, []any{

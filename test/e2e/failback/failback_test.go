@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
@@ -117,10 +118,14 @@ func TestFailbackFlappingCluster(t *testing.T) {
 }
 
 // TestFailbackFailureBudget fails back two workloads one at a time with
-// --max-failures 1: the first never gets ready (no node matches its
-// nodeSelector), fails at its progress deadline, and the waves stop; the
-// second is never triggered, stays pending in the record, which is marked
-// as stopped by the budget, and events on the Cluster and the binding say so.
+// --max-failures 1. After the failover, a-gated gets a template whose pods
+// never get ready (kwok leaves them Pending, as a bad image would); its old
+// pods on member2 keep running. Karmada moves it back to member1 like
+// b-open, but its replicas there never get ready: it fails at its progress
+// deadline, the budget is spent and the waves stop. b-open is never
+// triggered and stays pending in the record, which is marked as stopped by
+// the budget and is not resumed by a restarted daemon; the log, the metrics
+// and the events on the Cluster and the binding say so.
 func TestFailbackFailureBudget(t *testing.T) {
 	cp := harness.Require(t)
 	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
@@ -128,46 +133,51 @@ func TestFailbackFailureBudget(t *testing.T) {
 	fixtures.TestNamespace(ctx, t, c, ns)
 	deleteRecords(t, c, "member1")
 	t.Cleanup(func() { deleteRecords(t, c, "member1") })
-	gated := fixtures.Deployment(ns, "a-gated", 3)
-	gated.Spec.Template.Spec.NodeSelector = map[string]string{"rebalance.test/no-such-node": "true"}
-	_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, gated, metav1.CreateOptions{})
-	require.NoError(t, err)
-	rt.Deployments(ctx, t, c, ns, "b-open")
-	_, err = c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,
-		fixtures.DynamicWeightPolicy(ns, "gated", "apps/v1", "Deployment", []string{"a-gated"}, []string{"member1", "member2"}), metav1.CreateOptions{})
-	require.NoError(t, err)
-	fixtures.WaitScheduled(ctx, t, c, ns, "a-gated-deployment")
+	workloads(ctx, t, c, ns, "a-gated", "b-open")
 
 	d := startDaemon(t, cp, "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "budget",
-		"--max-in-flight", "1", "--max-failures", "1", "--progress-deadline", "15s")
+		"--max-in-flight", "1", "--max-failures", "1", "--progress-deadline", "15s", "--metrics-bind-address", "127.0.0.1:0")
 	d.waitLog(t, "acting on recoveries", time.Minute)
+	metricsURL := "http://" + regexp.MustCompile(`msg="serving metrics".* address=(\S+)`).FindStringSubmatch(d.text())[1] + "/metrics"
 	failover(ctx, t, c, ns, "a-gated-deployment", "b-open-deployment")
+	breakPods(ctx, t, c, ns, "a-gated")
 	recovered := recoverMember1(ctx, t, c)
 
-	stopped := waitEvent(ctx, t, c, metav1.NamespaceDefault, "Cluster", "member1", failback.ReasonFinished, recovered)
-	assert.Equal(t, corev1.EventTypeWarning, stopped.Type)
-	assert.Contains(t, stopped.Message, "0 workload(s) done, 1 failed")
+	finished := waitEvent(ctx, t, c, metav1.NamespaceDefault, "Cluster", "member1", failback.ReasonFinished, recovered)
+	assert.Equal(t, corev1.EventTypeWarning, finished.Type)
+	assert.Contains(t, finished.Message, "0 workload(s) done, 1 failed")
 	failed := waitEvent(ctx, t, c, ns, "ResourceBinding", "a-gated-deployment", failback.ReasonFailed, recovered)
+	assert.Equal(t, corev1.EventTypeWarning, failed.Type)
 	assert.Contains(t, failed.Message, "NotReady")
+	gated := rt.Binding(ctx, t, c, ns, "a-gated-deployment")
+	require.NotNil(t, gated.Spec.RescheduleTriggeredAt)
+	assert.Contains(t, fixtures.TutorialSplits, fixtures.Placement(gated.Spec.Clusters), "Karmada moved a-gated back to member1; its pods never got ready there")
 
 	records := failbackRecords(ctx, t, c, "member1")
 	require.Len(t, records, 1)
 	rec := records[0]
 	assert.Equal(t, failback.StoppedFailureBudget, rec.Annotations[failback.AnnotationStopped])
-	assert.ElementsMatch(t, []appsv1alpha1.ObservedWorkload{
+	assert.Equal(t, []appsv1alpha1.ObservedWorkload{
 		rt.Observed(rt.Deploy(ns, "a-gated"), appsv1alpha1.RebalanceSuccessful, ""),
 		rt.Observed(rt.Deploy(ns, "b-open"), "", ""),
 	}, rec.Status.ObservedWorkloads)
 	assert.Nil(t, rt.Binding(ctx, t, c, ns, "b-open-deployment").Spec.RescheduleTriggeredAt, "the budget stopped the waves before b-open")
 	assert.Contains(t, d.text(), "failback finished with failures")
+	metrics := scrape(t, metricsURL)
+	assert.Contains(t, metrics, `kubectl_rebalance_failback_failbacks_total{cluster="member1",result="failed"} 1`)
+	assert.Contains(t, metrics, `kubectl_rebalance_failback_workload_failures_total{cluster="member1"} 1`)
+	assert.NotContains(t, metrics, `kubectl_rebalance_failback_workloads_failed_back_total{cluster="member1"} 1`)
 
 	// A restart does not resume a failback its budget stopped.
-	d.stop(t)
+	assert.Equal(t, cmd.ExitOK, d.stop(t))
 	again := startDaemon(t, cp, "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "budget-2")
 	again.waitLog(t, "acting on recoveries", time.Minute)
 	time.Sleep(3 * time.Second)
 	assert.NotContains(t, again.text(), "resuming an unfinished failback")
 	assert.Nil(t, rt.Binding(ctx, t, c, ns, "b-open-deployment").Spec.RescheduleTriggeredAt)
+	after := rt.Rebalancer(ctx, t, c, rec.Name)
+	require.NotNil(t, after)
+	assert.Equal(t, rec.Status.ObservedWorkloads, after.Status.ObservedWorkloads, "b-open stays pending")
 }
 
 func scrape(t *testing.T, url string) string {

@@ -3,16 +3,19 @@ package failback
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -26,20 +29,41 @@ import (
 // to fall inside it, short enough for the package to stay quick.
 const window = 20 * time.Second
 
-// daemon is `kubectl rebalance failback` running in this process.
-type daemon struct {
-	cancel context.CancelFunc
-	done   chan int
-	mu     sync.Mutex
-	logs   bytes.Buffer
+// logBuffer collects a daemon's logs while the test reads them.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-type lockedWriter struct{ d *daemon }
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
 
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.d.mu.Lock()
-	defer w.d.mu.Unlock()
-	return w.d.logs.Write(p)
+func (b *logBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitLog waits until the daemon logged s.
+func (b *logBuffer) waitLog(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(b.text(), s) {
+		if time.Now().After(deadline) {
+			require.FailNow(t, "the daemon never logged "+s, "logs:\n%s", b.text())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// daemon is `kubectl rebalance failback` running in this process.
+type daemon struct {
+	logBuffer
+	cancel context.CancelFunc
+	done   chan int
 }
 
 // startDaemon runs the failback daemon with args until the test ends.
@@ -48,7 +72,7 @@ func startDaemon(t *testing.T, cp *harness.ControlPlane, args ...string) *daemon
 	d := &daemon{done: make(chan int, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: lockedWriter{d}, ErrOut: lockedWriter{d}}
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &d.logBuffer, ErrOut: &d.logBuffer}
 	root := cmd.NewCmdRebalance(streams)
 	root.SetArgs(append([]string{"failback", "--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
 	root.SetContext(ctx)
@@ -58,12 +82,6 @@ func startDaemon(t *testing.T, cp *harness.ControlPlane, args ...string) *daemon
 		t.Logf("failback daemon exit %d; logs:\n%s", code, d.text())
 	})
 	return d
-}
-
-func (d *daemon) text() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.logs.String()
 }
 
 // stop ends the daemon as SIGTERM would and returns its exit code.
@@ -77,18 +95,6 @@ func (d *daemon) stop(t *testing.T) int {
 		require.FailNow(t, "the failback daemon did not stop", "logs:\n%s", d.text())
 	}
 	return -1
-}
-
-// waitLog waits until the daemon logged s.
-func (d *daemon) waitLog(t *testing.T, s string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(d.text(), s) {
-		if time.Now().After(deadline) {
-			require.FailNow(t, "the daemon never logged "+s, "logs:\n%s", d.text())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // failbackRecords lists the failback records of a cluster.
@@ -154,13 +160,40 @@ func waitEvent(ctx context.Context, t *testing.T, c *fixtures.Clients, namespace
 }
 
 // failover taints member1 as the tutorial does and waits until the
-// bindings have left it.
+// bindings have left it: placed on member2 only, and Karmada done evicting
+// (no graceful eviction task left, which it removes once the replicas are
+// healthy on member2). Until then Karmada's scheduler keeps member1 out of
+// the binding's placements (its ClusterEviction filter), and so does the
+// prediction.
 func failover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, bindings ...string) {
 	t.Helper()
 	require.NoError(t, c.SetClusterTaint(ctx, "member1", true))
 	t.Cleanup(func() { _ = c.SetClusterTaint(context.Background(), "member1", false) })
 	for _, b := range bindings {
 		_, err := c.WaitForPlacement(ctx, ns, b, 2*time.Minute, "{member2:3}")
+		require.NoError(t, err)
+		var tasks []workv1alpha2.GracefulEvictionTask
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, b, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			tasks = rb.Spec.GracefulEvictionTasks
+			return len(tasks) == 0, nil
+		})
+		require.NoError(t, err, "karmada never finished evicting %s/%s from member1: graceful eviction tasks %+v", ns, b, tasks)
+	}
+}
+
+// breakPods makes the pods of the Deployments names never get ready from
+// now on, as a bad image rolled out would: their template gets the
+// annotation that keeps kwok from running a pod. The pods already running
+// stay ready; new ones, wherever Karmada places replicas next, never do.
+func breakPods(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, names ...string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"true"}}}}}`, harness.NeverReadyAnnotation)
+	for _, name := range names {
+		_, err := c.Kube.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		require.NoError(t, err)
 	}
 }
