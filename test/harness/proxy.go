@@ -2,12 +2,15 @@ package harness
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -24,6 +27,10 @@ type CountingProxy struct {
 	Kubeconfig string
 	// Counter holds the counts.
 	Counter *RequestCounter
+	// Requests holds each distinct request seen, as "VERB PATH" (VERB as
+	// the audit log names it: LIST and WATCH apart from GET), for tests
+	// that check which API calls a command makes.
+	Requests *RequestSet
 
 	server *http.Server
 }
@@ -47,9 +54,10 @@ func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &CountingProxy{Counter: counter}
+	p := &CountingProxy{Counter: counter, Requests: &RequestSet{seen: map[string]bool{}}}
 	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		counter.add(requestVerb(r), 1)
+		p.Requests.add(requestVerb(r) + " " + r.URL.Path)
 		forward.ServeHTTP(w, r)
 	})}
 	go func() { _ = p.server.Serve(l) }()
@@ -70,6 +78,25 @@ func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
 		return nil, fmt.Errorf("write proxy kubeconfig: %w", err)
 	}
 	return p, nil
+}
+
+// RequestSet is a set of requests, safe for concurrent use.
+type RequestSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *RequestSet) add(request string) {
+	s.mu.Lock()
+	s.seen[request] = true
+	s.mu.Unlock()
+}
+
+// List returns the requests seen, sorted.
+func (s *RequestSet) List() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.seen))
 }
 
 // Close stops the proxy.

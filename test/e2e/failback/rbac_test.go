@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
@@ -54,8 +56,12 @@ func TestFailbackRBAC(t *testing.T) {
 	t.Cleanup(func() { deleteRecords(t, c, "member1") })
 	rt.Deployments(ctx, t, c, ns, "guarded")
 
-	// Allowed: the seed story as the ServiceAccount.
-	d := startDaemon(t, cp, append(asFailback(), "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "rbac")...)
+	// Allowed: the seed story as the ServiceAccount, through a proxy that
+	// notes every API call.
+	proxy, err := cp.StartCountingProxy()
+	require.NoError(t, err)
+	t.Cleanup(proxy.Close)
+	d := startDaemon(t, cp, append(asFailback(), "--kubeconfig", proxy.Kubeconfig, "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "rbac")...)
 	d.waitLog(t, "acting on recoveries", time.Minute)
 	failover(ctx, t, c, ns, "guarded-deployment")
 	recovered := recoverMember1(ctx, t, c)
@@ -66,6 +72,22 @@ func TestFailbackRBAC(t *testing.T) {
 	waitEvent(ctx, t, c, ns, "ResourceBinding", "guarded-deployment", failback.ReasonTriggered, recovered)
 	waitEvent(ctx, t, c, "default", "Cluster", "member1", failback.ReasonFinished, recovered)
 	assert.Equal(t, cmd.ExitOK, d.stop(t))
+
+	// Exactly enough: every permission of the role was used, but for those
+	// of the paths the story does not take, which the role's comments name.
+	used := map[string]bool{}
+	for _, req := range proxy.Requests.List() {
+		if p, ok := permissionOf(req); ok {
+			used[p] = true
+		}
+	}
+	var unused []string
+	for _, p := range grantedPermissions(t, objs) {
+		if !used[p] {
+			unused = append(unused, p)
+		}
+	}
+	assert.ElementsMatch(t, notInTheStory, unused, "permissions granted and not used (calls made: %v)", proxy.Requests.List())
 
 	// One rule less at a time. The record of the recovery is made
 	// unfinished again, so that the next daemon resumes it at once.
@@ -144,4 +166,71 @@ func waitExit(t *testing.T, d *daemon) int {
 		require.FailNow(t, "the daemon did not exit", "logs:\n%s", d.text())
 	}
 	return -1
+}
+
+// notInTheStory are the permissions of deploy/rbac/failback.yaml that the
+// seed story does not use, each needed on another path.
+var notInTheStory = []string{
+	// The Lease exists once any daemon ran: created only by the first.
+	"coordination.k8s.io/leases create",
+	// Records past their TTL (the story's has a day left).
+	"apps.karmada.io/workloadrebalancers delete",
+	// The mark of a failback its failure budget stopped.
+	"apps.karmada.io/workloadrebalancers patch",
+	// A resumed record whose TTL differs from the daemon's --ttl.
+	"apps.karmada.io/workloadrebalancers update",
+	// A repeated event: client-go's recorder counts it up with a patch.
+	"/events patch",
+	// A binding that fails to schedule: the scheduler's event says why.
+	"/events list",
+}
+
+// permissionOf turns a request noted by the proxy ("VERB PATH") into the
+// RBAC permission it needs ("group/resource[/subresource] verb"); false for
+// discovery and other non-resource paths, which every user may read.
+func permissionOf(request string) (string, bool) {
+	verb, path, _ := strings.Cut(request, " ")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	group := ""
+	switch {
+	case len(parts) > 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) > 3 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return "", false
+	}
+	if len(parts) > 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	resource := parts[0]
+	if len(parts) > 2 {
+		resource += "/" + parts[2]
+	}
+	rbacVerb, ok := map[string]string{"GET": "get", "LIST": "list", "WATCH": "watch", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[verb]
+	return group + "/" + resource + " " + rbacVerb, ok
+}
+
+// grantedPermissions lists the permissions of the ClusterRole and the Role
+// of the manifest, as permissionOf names them.
+func grantedPermissions(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var out []string
+	for _, obj := range objs {
+		if obj.GetKind() != "ClusterRole" && obj.GetKind() != "Role" {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role))
+		for _, rule := range role.Rules {
+			for _, g := range rule.APIGroups {
+				for _, r := range rule.Resources {
+					for _, v := range rule.Verbs {
+						out = append(out, g+"/"+r+" "+v)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
