@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -595,9 +596,18 @@ func (d *Descheduler) apply(ctx context.Context, rb *workv1alpha2.ResourceBindin
 				return
 			}
 		}
-		updated, err := d.write(writeCtx, rb, br.Rows, now)
+		next, err := d.planned(rb, br.Rows, now)
+		var updated *workv1alpha2.ResourceBinding
+		if err == nil {
+			updated, err = d.update(writeCtx, next)
+		}
 		if err == nil {
 			d.written(writeCtx, updated, br, budget, bounced, evictions)
+			return
+		}
+		if landed := d.landed(writeCtx, rb, next, err); landed != nil {
+			// Only the answer was lost: the write is this pass's one write.
+			d.written(writeCtx, landed, br, budget, bounced, evictions)
 			return
 		}
 		if !apierrors.IsConflict(err) || attempt > 0 {
@@ -651,10 +661,11 @@ func (d *Descheduler) written(ctx context.Context, updated *workv1alpha2.Resourc
 	br.EventErr = errors.Join(errs...)
 }
 
-// write updates spec.clusters of rb to rows' New values, and the evictions
-// annotation, with rb's resourceVersion as precondition. When only the
-// annotation changes, the generation stays and the scheduler is not woken.
-func (d *Descheduler) write(ctx context.Context, rb *workv1alpha2.ResourceBinding, rows []ClusterRow, now time.Time) (*workv1alpha2.ResourceBinding, error) {
+// planned is rb with spec.clusters set to rows' New values and the
+// evictions annotation updated, to be written with rb's resourceVersion as
+// precondition. When only the annotation changes, the generation stays and
+// the scheduler is not woken.
+func (d *Descheduler) planned(rb *workv1alpha2.ResourceBinding, rows []ClusterRow, now time.Time) (*workv1alpha2.ResourceBinding, error) {
 	if len(rows) != len(rb.Spec.Clusters) {
 		return nil, fmt.Errorf("plan of binding %s/%s does not match its spec.clusters, it is recomputed next pass", rb.Namespace, rb.Name)
 	}
@@ -668,11 +679,51 @@ func (d *Descheduler) write(ctx context.Context, rb *workv1alpha2.ResourceBindin
 		next.Annotations = map[string]string{}
 	}
 	next.Annotations[EvictionsAnnotation] = record.annotationValue()
+	return next, nil
+}
+
+// update writes next.
+func (d *Descheduler) update(ctx context.Context, next *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
 	opts := metav1.UpdateOptions{FieldManager: EventComponent}
 	if d.opts.DryRun == DryRunServer {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	return d.karmada.WorkV1alpha2().ResourceBindings(next.Namespace).Update(ctx, next, opts)
+}
+
+// landed tells whether the update of rb to sent went through although err
+// came back instead of its answer: a reset or a timeout after the server
+// applied it, or a 5xx from something between. It re-reads the binding and
+// returns it when it holds the evictions record sent, which names the
+// clusters lowered and the second of this pass; the scheduler may have
+// changed spec.clusters since. Without this the write would be reported
+// failed (a Warning event, a failed binding) while the replicas moved, and
+// its Succeed event never recorded. An answer saying the server refused the
+// write (4xx) is believed.
+func (d *Descheduler) landed(ctx context.Context, rb, sent *workv1alpha2.ResourceBinding, err error) *workv1alpha2.ResourceBinding {
+	if sent == nil || d.opts.DryRun != DryRunNone || !mayHaveLanded(err) {
+		return nil
+	}
+	record := sent.Annotations[EvictionsAnnotation]
+	if rb.Annotations[EvictionsAnnotation] == record {
+		return nil // the binding held this record already: nothing tells the write apart
+	}
+	fresh, getErr := d.karmada.WorkV1alpha2().ResourceBindings(rb.Namespace).Get(ctx, rb.Name, metav1.GetOptions{})
+	if getErr != nil || fresh.UID != rb.UID || fresh.Annotations[EvictionsAnnotation] != record {
+		return nil
+	}
+	return fresh
+}
+
+// mayHaveLanded reports whether a write that returned err may have been
+// applied: there was no answer, or an answer of 500 or more.
+func mayHaveLanded(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == 0 || code >= http.StatusInternalServerError
+	}
+	return !errors.Is(err, context.Canceled)
 }
 
 // fail records a failed write on br and as Warning events.

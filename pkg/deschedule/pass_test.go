@@ -373,6 +373,69 @@ func TestPassConflict(t *testing.T) {
 	}
 }
 
+// TestPassLostAnswer: a binding update whose answer was lost after the
+// server applied it (a reset, a timeout, a 5xx from something between) is
+// the pass's one write: the binding is read again, found holding the
+// evictions record sent, and reported descheduled with its Succeed event;
+// nothing is written twice. An answer refusing the write is believed, and a
+// lost answer of a write that did not land leaves the binding failed.
+func TestPassLostAnswer(t *testing.T) {
+	gr := schema.GroupResource{Group: "work.karmada.io", Resource: "resourcebindings"}
+	tests := []struct {
+		name        string
+		err         error
+		land        bool
+		wantOutcome Outcome
+		wantReads   int
+	}{
+		{"reset after the write landed", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"), true, OutcomeDescheduled, 1},
+		{"timeout after the write landed", fmt.Errorf("put: %w", context.DeadlineExceeded), true, OutcomeDescheduled, 1},
+		{"502 after the write landed", apierrors.NewGenericServerResponse(502, "PUT", gr, "web-deployment", "bad gateway", 0, true), true, OutcomeDescheduled, 1},
+		{"reset before the write landed", errors.New("connection reset by peer"), false, OutcomeFailed, 1},
+		{"refused by a webhook", apierrors.NewForbidden(gr, "web-deployment", errors.New("denied")), true, OutcomeFailed, 0},
+		{"throttled", apierrors.NewTooManyRequests("slow down", 1), false, OutcomeFailed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			web := newBinding("default", "web", cluster{"m1", 4, 1})
+			f := newPassFixture([]*workv1alpha2.ResourceBinding{web}, map[string]*fake.Clientset{
+				"m1": memberCluster(memberWorkload{"default", "web", 1, 3}),
+			})
+			writes := 0
+			f.karmada.PrependReactor("update", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				writes++
+				if tt.land {
+					sent := a.(k8stesting.UpdateAction).GetObject().DeepCopyObject().(*workv1alpha2.ResourceBinding)
+					sent.ResourceVersion = "2"
+					require.NoError(t, f.karmada.Tracker().Update(a.GetResource(), sent, "default"))
+				}
+				return true, nil, tt.err
+			})
+			reads := 0
+			f.karmada.PrependReactor("get", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+				reads++
+				return false, nil, nil
+			})
+			result, err := f.descheduler(t, Options{}).Pass(context.Background())
+			require.NoError(t, err)
+
+			br := result.Bindings[0]
+			assert.Equal(t, tt.wantOutcome, br.Outcome, "%v", br.Err)
+			assert.Equal(t, 1, writes, "one write, never repeated")
+			assert.Equal(t, tt.wantReads, reads)
+			if tt.wantOutcome == OutcomeDescheduled {
+				assert.Equal(t, 1, result.Descheduled)
+				assert.Equal(t, int32(3), br.Evicted)
+				assert.Contains(t, f.events(t), eventSummary{"default", "ResourceBinding", "web-deployment", corev1.EventTypeNormal, ReasonDescheduleSucceed,
+					"Binding has been descheduled, 3 replica(s) in cluster(m1), 3 total descheduled replica(s)"})
+				return
+			}
+			assert.Equal(t, 1, result.Failed)
+			assert.ErrorIs(t, br.Err, tt.err)
+		})
+	}
+}
+
 func TestPassConflictBindingNoLongerCandidate(t *testing.T) {
 	web := newBinding("default", "web", cluster{"m1", 4, 1})
 	f := newPassFixture([]*workv1alpha2.ResourceBinding{web}, map[string]*fake.Clientset{
