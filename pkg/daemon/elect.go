@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -127,7 +129,9 @@ func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Log
 				// The last write is done: now give the Lease up.
 				endElection()
 				<-electionDone
-				log.Info("released the lease")
+				if releaseLease(lock, le, log) {
+					log.Info("released the lease")
+				}
 				break
 			}
 			<-electionDone
@@ -137,6 +141,47 @@ func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Log
 	log.Info("stopped")
 	return nil
 }
+
+// releaseLease makes sure the Lease is given up once the election has ended:
+// client-go tries once, and a fault on that one request (a 500, a lost
+// answer, a timeout) left the Lease held until it expired, so a standby
+// waited the whole lease duration instead of taking over at once. It reads
+// the Lease and, while it still names this process, writes it free as
+// client-go does, retrying within the renew deadline. It reports whether the
+// Lease is known to be free or held by another.
+func releaseLease(lock *resourcelock.LeaseLock, le *LeaderElection, log *slog.Logger) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), orDefault(le.RenewDeadline, DefaultRenewDeadline))
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, releaseRetry, true, func(ctx context.Context) (bool, error) {
+		record, _, err := lock.Get(ctx)
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			last = err
+			return false, nil
+		case record.HolderIdentity != le.Identity:
+			return true, nil // released, by client-go or an earlier attempt, or taken over
+		}
+		now := metav1.NewTime(time.Now())
+		if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{
+			LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+		}); err != nil {
+			last = err
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		log.Warn("could not release the lease, a standby takes over once it expires", "err", last)
+		return false
+	}
+	return true
+}
+
+// releaseRetry paces releaseLease's attempts.
+var releaseRetry = 500 * time.Millisecond
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
