@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -191,11 +192,12 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 	s.strand(groupB)
 	var victim *daemon
 	var killed time.Time
+	var trigger write
 	require.NoError(b, s.poll("a write of group b", func() (bool, string) {
 		alive("before the kill")
 		for _, w := range writes() {
 			if strings.HasPrefix(w.Binding, s.ns+"/b-") {
-				victim, killed = daemons[w.by], time.Now()
+				victim, killed, trigger = daemons[w.by], time.Now(), w
 				return true, ""
 			}
 		}
@@ -231,6 +233,11 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 		if err == nil && !at.Before(sigterm) {
 			afterSignal = append(afterSignal, fmt.Sprintf("+%s %s", at.Sub(sigterm).Round(10*time.Millisecond), l["msg"]))
 		}
+	}
+
+	// The daemons' logs stay with the control plane's when the run fails.
+	for _, d := range all() {
+		_ = os.WriteFile(filepath.Join(cp.Dir, "logs", "deschedule-"+d.id+".log"), []byte(d.p.stderr.String()), 0o600)
 	}
 
 	// What must hold.
@@ -293,12 +300,16 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 	}
 	// A write whose answer was lost is read again by its pass; when that
 	// read gets through, the pass reports the binding descheduled.
-	lost, lostButReported := 0, 0
+	lost, lostButReported, lostToTheKill := 0, 0, 0
 	for _, w := range all1 {
 		if !w.AnswerLost {
 			continue
 		}
 		lost++
+		if w.by == victim.holder() && !w.Answered.Before(trigger.Answered) {
+			lostToTheKill++ // killed before it could read the binding again
+			continue
+		}
 		for _, l := range daemons[w.by].p.logs() {
 			if l["msg"] == "binding descheduled" && fmt.Sprint(l["namespace"], "/", l["binding"]) == w.Binding {
 				lostButReported++
@@ -306,10 +317,10 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 			}
 		}
 	}
-	lines := []string{fmt.Sprintf("run %d: %d stranded workloads descheduled in %s (group a %s, apiserver restart %s); %d binding writes for %d bindings (%d answers lost, %d of them reported descheduled), "+
+	lines := []string{fmt.Sprintf("run %d: %d stranded workloads descheduled in %s (group a %s, apiserver restart %s); %d binding writes for %d bindings (%d answers lost: %d reported descheduled, %d cut by the kill), "+
 		"%d written outside the writer's tenure; %s wrote %d, %s wrote %d",
 		run+1, 2*perGroup, took.Round(100*time.Millisecond), phase1.Round(100*time.Millisecond), restart.end.Sub(restart.start).Round(100*time.Millisecond),
-		len(all1), len(perBinding), lost, lostButReported, outside, all()[0].id, byDaemon[all()[0].holder()], all()[1].id, byDaemon[all()[1].holder()]),
+		len(all1), len(perBinding), lost, lostButReported, lostToTheKill, outside, all()[0].id, byDaemon[all()[0].holder()], all()[1].id, byDaemon[all()[1].holder()]),
 		fmt.Sprintf("    killed %s after its first write of group b; %s acquired the Lease %s after the kill, %s after the killed leader's last renewal (lease duration %s); "+
 			"SIGTERM: %s in %s, Lease released; logged after it: %s",
 			victim.id, survivor.id, acquired.Sub(killed).Round(100*time.Millisecond), acquired.Sub(lastRenew).Round(100*time.Millisecond), leaseDuration,
