@@ -64,7 +64,14 @@ done
 ldflags+=" -X github.com/karmada-io/karmada/pkg/version.gitVersion=$karmada_version"
 ldflags+=" -X github.com/karmada-io/karmada/pkg/version.gitTreeState=clean"
 
+# go list -m reports no Dir for a module not yet in the module cache (a fresh
+# machine, CI): download it first, or the tags below and the CRDs are missed.
+(cd "$src" && go mod download github.com/karmada-io/karmada)
 karmada_dir=$(cd "$src" && go list -m -f '{{.Dir}}' github.com/karmada-io/karmada)
+if [[ -z $karmada_dir || ! -f $karmada_dir/hack/build.sh ]]; then
+  echo "cannot find the source of github.com/karmada-io/karmada $karmada_version in the module cache (got '$karmada_dir'); check GOPROXY and GOMODCACHE" >&2
+  exit 1
+fi
 kube_tools=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver
   k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
 karmada_tools=()
@@ -93,6 +100,7 @@ chmod u+w "$out/webhook-configuration.yaml"
 
 # kwok ships no default stages in its binary (kwokctl passes them); take the
 # fast node/pod lifecycle and the lease heartbeat from the pinned kwok module.
+(cd "$kwok_src" && go mod download sigs.k8s.io/kwok)
 kwok_dir=$(cd "$kwok_src" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
 stages="$kwok_dir/kustomize/stage"
 {
