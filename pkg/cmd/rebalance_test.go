@@ -275,3 +275,32 @@ func TestProgressLine(t *testing.T) {
 		})
 	}
 }
+
+// The client's rate limits: by default faster than karmada-scheduler answers
+// (docs/performance.md), and what --qps and --burst say when given.
+func TestRebalanceRateLimits(t *testing.T) {
+	kubeconfig := writeKubeconfig(t)
+	tests := []struct {
+		name      string
+		args      []string
+		wantQPS   float32
+		wantBurst int
+	}{
+		{name: "defaults", wantQPS: 100, wantBurst: 100},
+		{name: "flags", args: []string{"--qps", "20", "--burst", "30"}, wantQPS: 20, wantBurst: 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := NewCmdRebalance(genericiooptions.NewTestIOStreamsDiscard())
+			require.NoError(t, root.ParseFlags(append([]string{"--kubeconfig", kubeconfig}, tt.args...)))
+			flags := root.Flags()
+			qps, err := flags.GetFloat32("qps")
+			require.NoError(t, err)
+			burst, err := flags.GetInt("burst")
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantQPS, qps)
+			assert.Equal(t, tt.wantBurst, burst)
+		})
+	}
+	assert.Greater(t, float64(defaultQPS), float64(2*schedulerPace), "the default must outpace karmada-scheduler's own answers")
+}
