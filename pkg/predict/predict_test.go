@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -175,14 +176,19 @@ func TestPredictBatchConsumesCapacity(t *testing.T) {
 
 	// Without either, each decision reads the summaries as the members last
 	// reported them: whether a's move is reported before b is decided is a
-	// matter of timing, and b goes to member1 or stays.
+	// matter of timing, and b goes to member1 or stays. Both are among the
+	// batch's first decisions, made before any report is likely: the
+	// placement with no report landed is predicted, the other listed.
 	independent, err := Predict(context.Background(), in, []rebalance.Target{deploy("a"), deploy("b")}, Options{})
 	require.NoError(t, err)
 	for _, p := range independent {
-		assert.Equal(t, CannotPredict, p.Verdict)
+		assert.Equal(t, WouldMove, p.Verdict)
 		assert.Equal(t, ReasonBatchTiming, p.Reason)
+		assert.Equal(t, map[string]int32{"member1": 4}, placementMap(p.Predicted))
+		assert.Equal(t, int32(4), p.Moves)
 		assert.Equal(t, []map[string]int32{{"member1": 4}, {"member2": 4}}, placementMaps(p.Possible))
-		assert.Contains(t, p.Message, "{member1:4} or {member2:4}")
+		assert.Contains(t, p.Message, "likely {member1:4}")
+		assert.Contains(t, p.Message, "changes it to: {member2:4}")
 	}
 }
 
@@ -206,19 +212,48 @@ func TestPredictBatchTiming(t *testing.T) {
 		bindings = append(bindings, binding(name, dynamic, 5, tc("member2", 3), tc("member3", 2)))
 		targets = append(targets, deploy(name))
 	}
+	// Eight: all among the scheduler's first decisions, predicted as they
+	// divide with no report landed, the other placement listed.
 	got, err := Predict(context.Background(), input(clusters, bindings...), targets, Options{})
 	require.NoError(t, err)
 	for _, p := range got {
-		assert.Equal(t, CannotPredict, p.Verdict, p.Message)
+		assert.Equal(t, WouldMove, p.Verdict, p.Message)
 		assert.Equal(t, ReasonBatchTiming, p.Reason)
+		assert.Equal(t, map[string]int32{"member1": 2, "member2": 1, "member3": 2}, placementMap(p.Predicted), "with no report landed")
 		require.GreaterOrEqual(t, len(p.Possible), 2)
-		assert.Equal(t, map[string]int32{"member1": 2, "member2": 1, "member3": 2}, placementMap(p.Possible[0]), "with no report landed")
-		assert.Equal(t, p.Before, p.Predicted)
+		assert.Equal(t, placementMap(p.Predicted), placementMap(p.Possible[0]))
+		assert.Contains(t, p.Message, "likely {member1:2, member2:1, member3:2}")
 		assert.Contains(t, p.Message, "take up to 14 pods on member1")
-		assert.Contains(t, p.Message, "{member1:2, member2:1, member3:2} or {member1:2, member2:2, member3:1}")
-		// Every placement it may get gives member1 two replicas: selected by
-		// --to-cluster member1 and --changed-only, as no guess is made.
+		assert.Contains(t, p.Message, "changes it to: {member1:2, member2:2, member3:1}")
 		assert.True(t, Selection{ToCluster: "member1"}.Keeps(&p))
+		assert.True(t, Selection{ChangedOnly: true}.Keeps(&p))
+		assert.False(t, Selection{ToCluster: "member3"}.Keeps(&p))
+	}
+
+	// Past the first QuickDecisions the scheduler may well have seen
+	// reports: nothing is predicted, every placement it may get is listed.
+	var long []*workv1alpha2.ResourceBinding
+	var longTargets []rebalance.Target
+	for i := range QuickDecisions + 4 {
+		name := fmt.Sprintf("w%02d", i)
+		long = append(long, binding(name, dynamic, 5, tc("member2", 3), tc("member3", 2)))
+		longTargets = append(longTargets, deploy(name))
+	}
+	got, err = Predict(context.Background(), input(clusters, long...), longTargets, Options{})
+	require.NoError(t, err)
+	for i, p := range got {
+		assert.Equal(t, ReasonBatchTiming, p.Reason, p.Message)
+		if i < QuickDecisions {
+			assert.Equal(t, WouldMove, p.Verdict, p.Workload.Name)
+			continue
+		}
+		assert.Equal(t, CannotPredict, p.Verdict, p.Workload.Name)
+		assert.Equal(t, p.Before, p.Predicted)
+		require.GreaterOrEqual(t, len(p.Possible), 2)
+		assert.Contains(t, p.Message, "at a moment the client cannot know")
+		// Every placement it may get gives member1 replicas: selected by
+		// --to-cluster member1 and --changed-only, as no guess is made.
+		assert.True(t, Selection{ToCluster: "member1"}.Keeps(&p), p.Message)
 		assert.True(t, Selection{ChangedOnly: true}.Keeps(&p))
 		assert.False(t, Selection{ToCluster: "member3"}.Keeps(&p))
 	}
@@ -229,7 +264,8 @@ func TestPredictBatchTiming(t *testing.T) {
 	ordered, err := Predict(context.Background(), input(clusters, bindings...), targets, Options{InFlight: 1})
 	require.NoError(t, err)
 	assert.Equal(t, WouldMove, ordered[0].Verdict, ordered[0].Message)
-	assert.Equal(t, CannotPredict, ordered[7].Verdict)
+	assert.Equal(t, ReasonFreshReschedule, ordered[0].Reason)
+	assert.Equal(t, ReasonBatchTiming, ordered[7].Reason)
 	assert.Contains(t, ordered[7].Message, "take up to 14 pods on member1")
 
 	// One workload alone: nothing else moves, the prediction stands.

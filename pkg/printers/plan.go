@@ -48,6 +48,13 @@ func PrintPlan(w io.Writer, predictions []predict.Prediction, opts PlanPrintOpti
 		if p.Alternative != nil {
 			predicted += " or " + placementText(p.Alternative)
 		}
+		if p.Verdict != predict.CannotPredict {
+			// A prediction that holds unless the members report the batch's
+			// other moves first: the likely placement, then the others.
+			for _, other := range p.Possible[min(1, len(p.Possible)):] {
+				predicted += " or " + placementText(other)
+			}
+		}
 		cells := []interface{}{
 			WorkloadName(p.Workload),
 			string(p.Verdict),

@@ -93,3 +93,33 @@ func TestRebalanceReportMatchesPrediction(t *testing.T) {
 	assert.Equal(t, "Scheduled", r.Workloads[0].Outcome)
 	assert.Equal(t, map[string]int32{"member1": 2, "member2": 1}, r.Workloads[0].Placements.After)
 }
+
+// A prediction that depends on the batch's timing shows the likely placement
+// first, then the others it may get; a declined one is never matched.
+func TestBatchTimingRows(t *testing.T) {
+	m1m2 := []workv1alpha2.TargetCluster{{Name: "member1", Replicas: 2}, {Name: "member2", Replicas: 1}}
+	m2 := []workv1alpha2.TargetCluster{{Name: "member2", Replicas: 3}}
+	w := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "a"}
+	likely := predict.Prediction{Workload: w, Binding: "a-deployment", Before: m2, Predicted: m1m2, Moves: 2,
+		Possible: [][]workv1alpha2.TargetCluster{m1m2, m2}, Verdict: predict.WouldMove, Reason: predict.ReasonBatchTiming}
+	declined := likely
+	declined.Predicted, declined.Moves, declined.Verdict = m2, 0, predict.CannotPredict
+
+	var out bytes.Buffer
+	require.NoError(t, PrintPlan(&out, []predict.Prediction{likely}, PlanPrintOptions{NoHeaders: true}))
+	assert.Equal(t, "deployment.apps/a   WouldMove   {member2:3}   {member1:2, member2:1} or {member2:3}   2\n", out.String())
+	out.Reset()
+	require.NoError(t, PrintPlan(&out, []predict.Prediction{declined}, PlanPrintOptions{NoHeaders: true}))
+	assert.Equal(t, "deployment.apps/a   CannotPredict   {member2:3}   {member2:3}   0\n", out.String())
+
+	entry := PlanReport([]predict.Prediction{likely}, predict.Selection{}).Workloads[0]
+	assert.Equal(t, []map[string]int32{{"member1": 2, "member2": 1}, {"member2": 3}}, entry.Placements.Possible)
+
+	rows := []rebalance.Row{{Workload: w, Binding: "a-deployment", Result: "Successful",
+		Observation: rebalance.Observation{Outcome: rebalance.OutcomeScheduled, Reason: "Success"}, Before: m2, After: m2}}
+	r := RebalanceReport(rows, map[rebalance.Workload]predict.Prediction{w: likely}, predict.Selection{}, false, "")
+	require.NotNil(t, r.Workloads[0].PredictionMatched)
+	assert.False(t, *r.Workloads[0].PredictionMatched, "the likely placement is the prediction")
+	r = RebalanceReport(rows, map[rebalance.Workload]predict.Prediction{w: declined}, predict.Selection{}, false, "")
+	assert.Nil(t, r.Workloads[0].PredictionMatched, "nothing was predicted")
+}

@@ -89,6 +89,11 @@ type ReportPlacements struct {
 	Predicted map[string]int32 `json:"predicted,omitempty"`
 	// Alternative is the placement of a second fresh pass, when it differs.
 	Alternative map[string]int32 `json:"alternative,omitempty"`
+	// Possible, for a verdict with reason BatchTiming, lists every placement
+	// the scheduler may write depending on when the members report the
+	// batch's other moves; the first is the one with no report landed (the
+	// prediction, unless the verdict is CannotPredict).
+	Possible []map[string]int32 `json:"possible,omitempty"`
 	// After is absent in a plan and in a dry run.
 	After map[string]int32 `json:"after,omitempty"`
 }
@@ -157,8 +162,10 @@ func RebalanceReport(rows []rebalance.Row, predictions map[rebalance.Workload]pr
 			e.Moves = p.Moves
 			e.Placements.Predicted = placementMap(p.Predicted)
 			e.Placements.Alternative = alternativeMap(p.Alternative)
+			e.Placements.Possible = possibleMaps(p.Possible)
 			r.Summary.Verdicts[e.Verdict]++
-			if !dryRun && row.Observation.Outcome == rebalance.OutcomeScheduled {
+			// Nothing predicted, nothing to match.
+			if !dryRun && row.Observation.Outcome == rebalance.OutcomeScheduled && p.Verdict != predict.CannotPredict {
 				matched := predict.SamePlacement(p.Predicted, row.After) ||
 					(p.Alternative != nil && predict.SamePlacement(p.Alternative, row.After))
 				e.PredictionMatched = &matched
@@ -196,8 +203,20 @@ func predictionEntry(p predict.Prediction) ReportWorkload {
 			Before:      placementMap(p.Before),
 			Predicted:   placementMap(p.Predicted),
 			Alternative: alternativeMap(p.Alternative),
+			Possible:    possibleMaps(p.Possible),
 		},
 	}
+}
+
+func possibleMaps(ps [][]workv1alpha2.TargetCluster) []map[string]int32 {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]map[string]int32, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, placementMap(p))
+	}
+	return out
 }
 
 // placementMap turns a placement into cluster -> replicas; never nil, so

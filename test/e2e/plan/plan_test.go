@@ -270,16 +270,20 @@ func TestPlanMixedBatch(t *testing.T) {
 	cmp, _, plan := planAndRunReport(ctx, t, cp, c, "deployments", "--all", "-n", ns)
 	rate := float64(cmp.exact) / float64(cmp.total)
 	t.Logf("mixed batch: %d workloads predicted (%d declined by the release), exact match %.1f %%, one of the two predicted outcomes %d/%d; "+
+		"%d depending on the batch's timing, %d of them exact, %d got another placement the plan listed; "+
 		"%d declined as decided by the batch's timing, %d of them got a placement the plan listed",
-		cmp.total, len(cmp.declined), 100*rate, cmp.matched(), cmp.total, len(cmp.timing), cmp.timingListed)
+		cmp.total, len(cmp.declined), 100*rate, cmp.matched(), cmp.total, cmp.likely, cmp.likelyExact, cmp.likelyListed, len(cmp.timing), cmp.timingListed)
 	// karmada-scheduler reads the Clusters' summaries, which each member
 	// refreshes on its own timer (5 s here, 10 s by default) while the
 	// scheduler works through the batch: a division decided by fewer free
 	// pods than the batch's other moves change depends on when the members
-	// report them, and the plan says CannotPredict (BatchTiming) with the
-	// placements it may get. Every other prediction must hold, and the
-	// declined ones must get one of the placements listed.
-	assert.GreaterOrEqual(t, rate, 0.95, cmp.mismatches)
+	// report them. The batch is within the scheduler's first
+	// predict.QuickDecisions, so the plan predicts the division with no
+	// report landed and lists the others (reason BatchTiming): a run where
+	// a member reported first gets one of those (the exact-match rate over
+	// many runs is a figure in docs/performance.md, not one run's
+	// assertion). Every prediction must hold or be one of those listed.
+	assert.GreaterOrEqual(t, float64(cmp.explained())/float64(cmp.total), 0.95, cmp.mismatches)
 	if len(cmp.timing) > 0 {
 		assert.GreaterOrEqual(t, float64(cmp.timingListed)/float64(len(cmp.timing)), 0.95, cmp.timing)
 	}
