@@ -61,7 +61,7 @@ func envInt(name string, def int) int {
 // namespaces: plan (as users run it, and with GOGC=100), the scheduler's own
 // pace (bare triggers), every trigger at once (waiting for the scheduler's
 // answers), then in waves of 200 with the defaults (readiness, no --timeout,
-// default QPS).
+// default QPS) and with the former default --qps 50.
 func BenchmarkFleet(b *testing.B) {
 	cp := harness.Require(b)
 	ctx := context.Background()
@@ -109,8 +109,10 @@ func BenchmarkFleet(b *testing.B) {
 		line("bare: scheduler's pace (PATCH every trigger, until answered)", paceTook, 0, paceCounts)
 		plain := run("all at once (--timeout 60m)", nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--timeout", "60m")
 		waved := run("waves of 200 (--max-in-flight 200, defaults)", nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--max-in-flight", "200", "--quiet")
-		ratios = append(ratios, fmt.Sprintf("plan / bare lists: %.2fx (with GOGC=100: %.2fx); scheduler's pace: %.1f bindings/s; all at once / pace: %.2fx; waves of 200 / pace: %.2fx (target <= 1.10); waves of 200 / all at once: %.2fx",
-			planTook.Seconds()/bareTook.Seconds(), planGOGC.Seconds()/bareTook.Seconds(), float64(workloads)/paceTook.Seconds(), plain.Seconds()/paceTook.Seconds(), waved.Seconds()/paceTook.Seconds(), waved.Seconds()/plain.Seconds()))
+		// The former default rate, for the lever's effect in the same run.
+		waved50 := run("the same with --qps 50 (the default before a005e5b)", nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--max-in-flight", "200", "--quiet", "--qps", "50")
+		ratios = append(ratios, fmt.Sprintf("plan / bare lists: %.2fx (with GOGC=100: %.2fx); scheduler's pace: %.1f bindings/s; all at once / pace: %.2fx; waves of 200 / pace: %.2fx (target <= 1.10), with --qps 50: %.2fx; waves of 200 / all at once: %.2fx",
+			planTook.Seconds()/bareTook.Seconds(), planGOGC.Seconds()/bareTook.Seconds(), float64(workloads)/paceTook.Seconds(), plain.Seconds()/paceTook.Seconds(), waved.Seconds()/paceTook.Seconds(), waved50.Seconds()/paceTook.Seconds(), waved.Seconds()/plain.Seconds()))
 	}
 	fmt.Fprintf(os.Stdout, "\n%d one-replica Deployments over %d namespaces, 3 members:\n", workloads, namespaces)
 	for _, l := range append(report, ratios...) {
