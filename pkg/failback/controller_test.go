@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -98,12 +99,14 @@ func recoveredCluster(name string) *clusterv1alpha1.Cluster {
 // the Lease taken by another replica (the daemon goes on, standing by).
 func TestControllerStopReason(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		loseLease bool
-		want      string
+		name        string
+		loseLease   bool
+		clusterDown bool
+		want        string
 	}{
 		{name: "daemon stopping", want: "the daemon is stopping"},
 		{name: "lease lost", loseLease: true, want: "this daemon lost the Lease"},
+		{name: "cluster fails again", clusterDown: true, want: "cluster member1 failed again (tainted fail:NoExecute)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := karmadafake.NewSimpleClientset(recoveredCluster("member1"))
@@ -133,6 +136,15 @@ func TestControllerStopReason(t *testing.T) {
 			}
 			assert.Equal(t, RecordName("member1", req.Key), req.Name)
 
+			if tc.clusterDown {
+				// The cluster the waves target fails during its failback:
+				// they stop, and the daemon goes on watching.
+				down := recoveredCluster("member1")
+				down.Spec.Taints = []corev1.Taint{{Key: "fail", Effect: corev1.TaintEffectNoExecute}}
+				_, err := client.ClusterV1alpha1().Clusters().Update(context.Background(), down, metav1.UpdateOptions{})
+				require.NoError(t, err)
+				require.Eventually(t, func() bool { return len(events.with(ReasonStopped)) > 0 }, time.Minute, 10*time.Millisecond)
+			}
 			if tc.loseLease {
 				// The Lease cannot be renewed any more (the apiserver
 				// refuses, another replica took it): this one stops leading.
