@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -368,17 +367,11 @@ func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
 }
 
 // build compiles the plugin so that it runs as its own process, with its
-// own peak RSS. It is built as releases and make build build it, without
-// cgo: a cgo build maps about 30 MiB more of its own binary.
+// own peak RSS.
 func build(b *testing.B) string {
 	b.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	main := filepath.Join(filepath.Dir(file), "..", "..", "..", "cmd", "kubectl-rebalance")
-	binary := filepath.Join(b.TempDir(), "kubectl-rebalance")
-	build := exec.Command("go", "build", "-o", binary, main)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(b, err, "go build: %s", out)
+	binary, err := harness.BuildPlugin(b.TempDir())
+	require.NoError(b, err)
 	return binary
 }
 

@@ -9,13 +9,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,17 +31,10 @@ var (
 func pluginBinary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 		if binDir, buildErr = os.MkdirTemp("", "faults-daemon-bin-"); buildErr != nil {
 			return
 		}
-		binary = filepath.Join(binDir, "kubectl-rebalance")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/kubectl-rebalance")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
+		binary, buildErr = harness.BuildPlugin(binDir)
 	})
 	require.NoError(tb, buildErr)
 	return binary

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
 var (
@@ -39,17 +38,10 @@ var (
 func pluginBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
 		if binDir, buildErr = os.MkdirTemp("", "deschedule-e2e-bin-"); buildErr != nil {
 			return
 		}
-		binary = filepath.Join(binDir, "kubectl-rebalance")
-		build := exec.Command("go", "build", "-o", binary, "./cmd/kubectl-rebalance")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
+		binary, buildErr = harness.BuildPlugin(binDir)
 	})
 	require.NoError(t, buildErr)
 	return binary

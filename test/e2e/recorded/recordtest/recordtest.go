@@ -9,8 +9,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -89,11 +87,8 @@ func (b *Background) Wait(t *testing.T, timeout time.Duration) Result {
 // returns its path.
 func Binary(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	main := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "cmd", "kubectl-rebalance")
-	binary := filepath.Join(t.TempDir(), "kubectl-rebalance")
-	out, err := exec.Command("go", "build", "-o", binary, main).CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	binary, err := harness.BuildPlugin(t.TempDir())
+	require.NoError(t, err)
 	return binary
 }
 
