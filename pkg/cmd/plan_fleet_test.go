@@ -21,6 +21,7 @@ import (
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -203,13 +204,8 @@ func (s *heapSampler) stop() (peak, allocated uint64) {
 // buildPlugin builds the plugin as releases are built, without cgo.
 func buildPlugin(b *testing.B) string {
 	b.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	main := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "kubectl-rebalance")
-	binary := filepath.Join(b.TempDir(), "kubectl-rebalance")
-	build := exec.Command("go", "build", "-o", binary, main)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	require.NoError(b, err, "go build: %s", out)
+	binary, err := harness.BuildPlugin(b.TempDir())
+	require.NoError(b, err)
 	return binary
 }
 
