@@ -9,7 +9,6 @@ import (
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -482,45 +481,6 @@ func (o *RebalanceOptions) quietenClientLogs() {
 	setupClientLogs(o.ErrOut)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 }
-
-// resolve turns the arguments and files into targets, with cli-runtime's
-// resource builder. Objects named as arguments are not read: a missing one
-// must still get its row, and its binding is read anyway.
-func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved, error) {
-	result := o.factory.NewBuilder().
-		Unstructured().
-		NamespaceParam(o.Namespace).DefaultNamespace().
-		AllNamespaces(o.AllNamespaces).
-		FilenameParam(o.EnforceNamespace, &o.FilenameOptions).
-		LabelSelectorParam(o.LabelSelector).
-		SelectAllParam(o.All).
-		ResourceTypeOrNameArgs(false, o.Args...).
-		RequireObject(false).
-		RequestChunksOf(resolveChunk).
-		Flatten().
-		Do()
-	// Each listed object is looked at once and dropped: a fleet's templates
-	// are read a page at a time, never all held at once.
-	resolver := rebalance.Resolver{Mapper: mapper}
-	resolved := &rebalance.Resolved{}
-	err := result.Visit(func(info *resource.Info, err error) error {
-		if err != nil {
-			return err
-		}
-		if o.embed.skips(info) {
-			return nil
-		}
-		return resolver.Add(resolved, info)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return resolved, nil
-}
-
-// resolveChunk is the page size of the LIST that resolves -l, --all and
-// TYPE arguments, as kubectl get's default --chunk-size.
-const resolveChunk = 500
 
 // printNothingFound says, like kubectl get, that the selection was empty.
 func (o *RebalanceOptions) printNothingFound() {

@@ -51,3 +51,68 @@ func TestResolveListsInPages(t *testing.T) {
 		require.Contains(t, out.String()+errOut.String(), name)
 	}
 }
+
+// A selection the server lists asks for the workloads' metadata only, and
+// takes whatever the server answers: a PartialObjectMetadataList, or the
+// whole objects from a server that cannot give metadata alone. With a
+// WorkloadRebalancer among the types every list asks for whole objects, as
+// a rebalancer's spec.workloads is needed.
+func TestResolveListsMetadataOnly(t *testing.T) {
+	tests := []struct {
+		name         string
+		args         []string
+		serverIgnore bool // the server answers whole objects whatever is asked
+		wantMetadata bool
+	}{
+		{name: "a type with --all", args: []string{"deployments", "--all"}, wantMetadata: true},
+		{name: "a short name with -l", args: []string{"deploy", "-l", "app=web"}, wantMetadata: true},
+		{name: "a server without metadata lists", args: []string{"deployments.apps", "--all"}, serverIgnore: true, wantMetadata: true},
+		{name: "workloadrebalancers among the types", args: []string{"deployments,workloadrebalancers", "--all"}, wantMetadata: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFakeServer(t)
+			var (
+				mu      sync.Mutex
+				accepts []string
+			)
+			s.on("GET /apis/apps/v1/namespaces/default/deployments", func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/deployments") {
+					s.passThrough(w, r)
+					return
+				}
+				mu.Lock()
+				accepts = append(accepts, r.Header.Get("Accept"))
+				mu.Unlock()
+				metadataOnly := strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") && !tt.serverIgnore
+				var items []string
+				for i := range 2 {
+					if metadataOnly {
+						items = append(items, fmt.Sprintf(`{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{"namespace":"default","name":"web%d","uid":"u-%d"}}`, i, i))
+					} else {
+						items = append(items, fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"namespace":"default","name":"web%d","uid":"u-%d"},"spec":{"replicas":3}}`, i, i))
+					}
+				}
+				w.Header().Set("Content-Type", "application/json")
+				kind := `"apiVersion":"apps/v1","kind":"DeploymentList"`
+				if metadataOnly {
+					kind = `"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadataList"`
+				}
+				fmt.Fprintf(w, `{%s,"metadata":{},"items":[%s]}`, kind, strings.Join(items, ","))
+			})
+			s.on("GET /apis/apps.karmada.io/v1alpha1/workloadrebalancers", answer(http.StatusOK, "application/json",
+				`{"apiVersion":"apps.karmada.io/v1alpha1","kind":"WorkloadRebalancerList","metadata":{},"items":[]}`))
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			root := NewCmdRebalance(streams)
+			root.SetArgs(append([]string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", t.TempDir(), "--dry-run=client", "-o", "name"}, tt.args...))
+			Execute(root, streams)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, accepts, 1, errOut.String())
+			assert.Equal(t, tt.wantMetadata, strings.Contains(accepts[0], "as=PartialObjectMetadataList"), accepts[0])
+			for _, name := range []string{"deployment.apps/web0", "deployment.apps/web1"} {
+				assert.Contains(t, out.String(), name, errOut.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package cmd
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// resolve turns the arguments and files into targets, with cli-runtime's
+// resource builder. Objects named as arguments are not read: a missing one
+// must still get its row, and its binding is read anyway.
+//
+// A selection the server lists (-l, --all, a TYPE alone) asks for the
+// workloads' metadata only: the name, uid and annotations are all a target
+// needs, and decoding whole templates into unstructured maps cost a fleet
+// several times the LIST itself (10,000 Deployments: 6.2 s against 0.9 s).
+func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved, error) {
+	metadataOnly := o.listsMetadataOnly(mapper)
+	builder := o.factory.NewBuilder().
+		Unstructured().
+		NamespaceParam(o.Namespace).DefaultNamespace().
+		AllNamespaces(o.AllNamespaces).
+		FilenameParam(o.EnforceNamespace, &o.FilenameOptions).
+		LabelSelectorParam(o.LabelSelector).
+		SelectAllParam(o.All).
+		ResourceTypeOrNameArgs(false, o.Args...).
+		RequireObject(false).
+		RequestChunksOf(resolveChunk)
+	if metadataOnly {
+		// Items of a PartialObjectMetadataList have no kind the REST mapper
+		// knows, so cli-runtime's Flatten cannot take them: each page is
+		// taken apart below, under the mapping of the type that was listed.
+		builder = builder.TransformRequests(acceptMetadataOnly)
+	} else {
+		builder = builder.Flatten()
+	}
+	// Each listed object is looked at once and dropped: a fleet's templates
+	// are read a page at a time, never all held at once.
+	resolver := rebalance.Resolver{Mapper: mapper}
+	resolved := &rebalance.Resolved{}
+	add := func(info *resource.Info) error {
+		if o.embed.skips(info) {
+			return nil
+		}
+		return resolver.Add(resolved, info)
+	}
+	err := builder.Do().Visit(func(info *resource.Info, err error) error {
+		if err != nil {
+			return err
+		}
+		if metadataOnly && info.Object != nil && meta.IsListType(info.Object) {
+			return eachListed(info, add)
+		}
+		return add(info)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resolved, nil
+}
+
+// resolveChunk is the page size of the LIST that resolves -l, --all and
+// TYPE arguments, as kubectl get's default --chunk-size.
+const resolveChunk = 500
+
+// metadataAccept asks the API server for a list's metadata only, or the
+// whole objects where it cannot give that (an aggregated API may not).
+const metadataAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+func acceptMetadataOnly(req *rest.Request) { req.SetHeader("Accept", metadataAccept) }
+
+// listsMetadataOnly reports whether the selection can be listed as metadata:
+// no file or kustomization (a file may hold Lists, which cli-runtime
+// flattens) and no argument of the WorkloadRebalancer type (read whole, for
+// its spec.workloads). An argument the mapper cannot place, such as a NAME
+// after a TYPE, keeps the builder's own path: the builder parses arguments,
+// this only decides how lists are asked for.
+func (o *RebalanceOptions) listsMetadataOnly(mapper meta.RESTMapper) bool {
+	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) == 0 {
+		return false
+	}
+	for _, arg := range o.Args {
+		typ, _, _ := strings.Cut(arg, "/")
+		for _, name := range strings.Split(typ, ",") {
+			gvk, err := kindOfArg(mapper, name)
+			if err != nil || gvk.GroupKind() == rebalance.RebalancerGroupKind {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// kindOfArg maps a resource argument (deploy, deployments.apps,
+// deployments.v1.apps) to its kind, as the builder does.
+func kindOfArg(mapper meta.RESTMapper, arg string) (schema.GroupVersionKind, error) {
+	fullySpecified, groupResource := schema.ParseResourceArg(strings.ToLower(arg))
+	if fullySpecified != nil {
+		if gvk, err := mapper.KindFor(*fullySpecified); err == nil {
+			return gvk, nil
+		}
+	}
+	return mapper.KindFor(groupResource.WithVersion(""))
+}
+
+// eachListed hands add the items of a listed page one at a time, each under
+// the mapping of the type that was listed.
+func eachListed(page *resource.Info, add func(*resource.Info) error) error {
+	return meta.EachListItem(page.Object, func(obj runtime.Object) error {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		return add(&resource.Info{
+			Client:          page.Client,
+			Mapping:         page.Mapping,
+			Namespace:       m.GetNamespace(),
+			Name:            m.GetName(),
+			ResourceVersion: page.ResourceVersion,
+			Object:          obj,
+		})
+	})
+}
