@@ -281,6 +281,11 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 			return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
 		}
 	}
+	// The release is told from the ResourceBinding schema, one or two GETs
+	// and a large document to decode: that goes on while the bindings are
+	// listed instead of after them (karmadaRelease reads it once; the call
+	// below waits for this one).
+	go func() { _, _ = o.karmadaRelease() }()
 	in, err := source.Read(ctx, targets, o.AllNamespaces)
 	if err != nil {
 		return nil, nil, withExitCode(ExitError, o.apiError(err))
