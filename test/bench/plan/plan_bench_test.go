@@ -335,7 +335,6 @@ type result struct {
 // plugin runs kubectl rebalance in process through a counting proxy.
 func plugin(b *testing.B, cp *harness.ControlPlane, cache string, args ...string) result {
 	b.Helper()
-	defer harness.MeasureLock(b)()
 	proxy, err := cp.StartCountingProxy()
 	require.NoError(b, err)
 	defer proxy.Close()
