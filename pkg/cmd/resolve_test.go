@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,18 +18,7 @@ import (
 // all held at once.
 func TestResolveListsInPages(t *testing.T) {
 	s := newFakeServer(t)
-	var (
-		mu     sync.Mutex
-		limits []string
-	)
-	s.on("GET /apis/apps/v1/namespaces/default/deployments", func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/deployments") {
-			s.passThrough(w, r)
-			return
-		}
-		mu.Lock()
-		limits = append(limits, r.URL.Query().Get("limit"))
-		mu.Unlock()
+	lists := onDeploymentList(s, func(w http.ResponseWriter, r *http.Request) {
 		page, next := "a", "page2"
 		if r.URL.Query().Get("continue") == "page2" {
 			page, next = "b", ""
@@ -44,8 +34,10 @@ func TestResolveListsInPages(t *testing.T) {
 	root := NewCmdRebalance(streams)
 	root.SetArgs([]string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", t.TempDir(), "deployments", "--all", "--dry-run=client", "-o", "name"})
 	Execute(root, streams)
-	mu.Lock()
-	defer mu.Unlock()
+	var limits []string
+	for _, r := range lists() {
+		limits = append(limits, r.URL.Query().Get("limit"))
+	}
 	assert.Equal(t, []string{"500", "500"}, limits, errOut.String())
 	for _, name := range []string{"a0", "a2", "b0", "b2"} {
 		require.Contains(t, out.String()+errOut.String(), name)
@@ -72,18 +64,7 @@ func TestResolveListsMetadataOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newFakeServer(t)
-			var (
-				mu      sync.Mutex
-				accepts []string
-			)
-			s.on("GET /apis/apps/v1/namespaces/default/deployments", func(w http.ResponseWriter, r *http.Request) {
-				if !strings.HasSuffix(r.URL.Path, "/deployments") {
-					s.passThrough(w, r)
-					return
-				}
-				mu.Lock()
-				accepts = append(accepts, r.Header.Get("Accept"))
-				mu.Unlock()
+			lists := onDeploymentList(s, func(w http.ResponseWriter, r *http.Request) {
 				metadataOnly := strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") && !tt.serverIgnore
 				var items []string
 				for i := range 2 {
@@ -106,13 +87,38 @@ func TestResolveListsMetadataOnly(t *testing.T) {
 			root := NewCmdRebalance(streams)
 			root.SetArgs(append([]string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", t.TempDir(), "--dry-run=client", "-o", "name"}, tt.args...))
 			Execute(root, streams)
-			mu.Lock()
-			defer mu.Unlock()
-			require.Len(t, accepts, 1, errOut.String())
-			assert.Equal(t, tt.wantMetadata, strings.Contains(accepts[0], "as=PartialObjectMetadataList"), accepts[0])
+			requests := lists()
+			require.Len(t, requests, 1, errOut.String())
+			accept := requests[0].Header.Get("Accept")
+			assert.Equal(t, tt.wantMetadata, strings.Contains(accept, "as=PartialObjectMetadataList"), accept)
 			for _, name := range []string{"deployment.apps/web0", "deployment.apps/web1"} {
 				assert.Contains(t, out.String(), name, errOut.String())
 			}
 		})
+	}
+}
+
+// onDeploymentList answers the LISTs of Deployments in namespace default with
+// answer and returns what lists them so far; other requests under that path
+// get the fake server's defaults.
+func onDeploymentList(s *fakeServer, answer http.HandlerFunc) (lists func() []*http.Request) {
+	var (
+		mu   sync.Mutex
+		seen []*http.Request
+	)
+	s.on("GET /apis/apps/v1/namespaces/default/deployments", func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/deployments") {
+			s.passThrough(w, r)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, r)
+		mu.Unlock()
+		answer(w, r)
+	})
+	return func() []*http.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
