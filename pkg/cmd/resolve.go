@@ -75,23 +75,21 @@ const metadataAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s
 
 func acceptMetadataOnly(req *rest.Request) { req.SetHeader("Accept", metadataAccept) }
 
-// listsMetadataOnly reports whether the selection can be listed as metadata:
-// no file or kustomization (a file may hold Lists, which cli-runtime
-// flattens) and no argument of the WorkloadRebalancer type (read whole, for
-// its spec.workloads). An argument the mapper cannot place, such as a NAME
-// after a TYPE, keeps the builder's own path: the builder parses arguments,
-// this only decides how lists are asked for.
+// listsMetadataOnly reports whether the selection is listed and can be
+// listed as metadata: one argument of TYPEs alone (TYPE NAME... and
+// TYPE/NAME are not listed), no file or kustomization (a file may hold
+// Lists, which cli-runtime flattens), and no type of the WorkloadRebalancer
+// kind (read whole, for its spec.workloads). Only the types are mapped: a
+// NAME the mapper does not know would make the discovery cache be read again.
+// A type it cannot place keeps the builder's own path and its error.
 func (o *RebalanceOptions) listsMetadataOnly(mapper meta.RESTMapper) bool {
-	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) == 0 {
+	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) != 1 || strings.Contains(o.Args[0], "/") {
 		return false
 	}
-	for _, arg := range o.Args {
-		typ, _, _ := strings.Cut(arg, "/")
-		for _, name := range strings.Split(typ, ",") {
-			gvk, err := kindOfArg(mapper, name)
-			if err != nil || gvk.GroupKind() == rebalance.RebalancerGroupKind {
-				return false
-			}
+	for _, name := range strings.Split(o.Args[0], ",") {
+		gvk, err := kindOfArg(mapper, name)
+		if err != nil || gvk.GroupKind() == rebalance.RebalancerGroupKind {
+			return false
 		}
 	}
 	return true

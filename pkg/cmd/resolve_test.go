@@ -122,3 +122,24 @@ func onDeploymentList(s *fakeServer, answer http.HandlerFunc) (lists func() []*h
 		return slices.Clone(seen)
 	}
 }
+
+// Workloads named as arguments are not listed, and their names are never
+// looked up as types: a name the cached discovery does not know as a type
+// would make it be read again on every run.
+func TestResolveNamesKeepTheDiscoveryCache(t *testing.T) {
+	s := newFakeServer(t)
+	cache := t.TempDir()
+	run := func() []string {
+		before := len(s.requests())
+		streams, _, _, errOut := genericiooptions.NewTestIOStreams()
+		root := NewCmdRebalance(streams)
+		root.SetArgs([]string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", cache, "--dry-run=client", "-o", "name", "deployments", "app00", "app01"})
+		Execute(root, streams)
+		t.Log(errOut.String())
+		return s.requests()[before:]
+	}
+	run() // fills the discovery cache
+	for _, request := range run() {
+		assert.NotRegexp(t, `^GET /(api|apis)(/[^/]+/[^/]+)?$`, request, "discovery read again with a warm cache")
+	}
+}
