@@ -135,15 +135,17 @@ func BenchmarkPlan2000(b *testing.B) {
 		took, counts, _ = runPlan(b, cp, cache, "deployments", "-n", benchNamespace, "-l", "bench=plan")
 		record(selName, took, counts)
 	}
+	// The median is the upper middle of an even count.
+	medians := map[string]time.Duration{}
 	for _, name := range []string{directName, directTplName, bareName, bareTplName, fileName, selName} {
-		ts := slices.Clone(timings[name])
-		slices.Sort(ts)
-		lines = append(lines, fmt.Sprintf("%-62s %8s (%s-%s)   %s", name, median(ts).Round(time.Millisecond),
+		ts := slices.Sorted(slices.Values(timings[name]))
+		medians[name] = ts[len(ts)/2]
+		lines = append(lines, fmt.Sprintf("%-62s %8s (%s-%s)   %s", name, medians[name].Round(time.Millisecond),
 			ts[0].Round(time.Millisecond), ts[len(ts)-1].Round(time.Millisecond), harness.FormatCounts(counted[name])))
 	}
-	directTook, directTplTook := median(timings[directName]), median(timings[directTplName])
-	bareTook, bareTplTook := median(timings[bareName]), median(timings[bareTplName])
-	fileTook, selTook := median(timings[fileName]), median(timings[selName])
+	directTook, directTplTook := medians[directName], medians[directTplName]
+	bareTook, bareTplTook := medians[bareName], medians[bareTplName]
+	fileTook, selTook := medians[fileName], medians[selName]
 
 	// The real thing: trigger every workload and wait for the scheduler.
 	start := time.Now()
@@ -364,13 +366,6 @@ func runPlan(b *testing.B, cp *harness.ControlPlane, cache string, args ...strin
 
 // timingRounds is how many times each plan and bare list is timed.
 const timingRounds = 5
-
-// median returns the middle of ts (the upper middle of an even count).
-func median(ts []time.Duration) time.Duration {
-	sorted := slices.Clone(ts)
-	slices.Sort(sorted)
-	return sorted[len(sorted)/2]
-}
 
 // bareLists is the floor a plan cannot beat: the LISTs of what it reads, in
 // pages of 500, with nothing decoded into a prediction.
