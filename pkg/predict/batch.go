@@ -3,8 +3,10 @@ package predict
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -160,8 +162,9 @@ type batchRow struct {
 // the scheduler may have decided before it) into CannotPredict (BatchTiming).
 // rows are in the batch's order. The other moves are first taken as predicted;
 // a workload found to depend on the timing may move otherwise, so the check
-// runs once more with each such workload's widest move.
-func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batchRow, out []Prediction, opts Options) error {
+// runs once more with each such workload's widest move. Within a pass the
+// rows are checked side by side, one scheduler per goroutine.
+func checkBatchTiming(ctx context.Context, scheds []*karmadaScheduler, rows []batchRow, out []Prediction, opts Options) error {
 	if !slices.ContainsFunc(rows, func(r batchRow) bool { return r.checked }) {
 		// Nothing depends on free capacity (static weights, Duplicated): a
 		// fleet's worth of footprints would be summed for nothing.
@@ -181,38 +184,23 @@ func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batch
 	for range 2 {
 		// The pass reads the moves as they were at its start; a move widened
 		// during the pass counts from the next one.
-		start := slices.Clone(moves)
-		// ahead sums the moves of rows 0..next-1, the rows a row may come
-		// after: it slides with the rows instead of keeping a sum per row,
-		// which at 10,000 workloads held tens of MiB of quantities.
-		ahead, next := footprint{}, 0
+		found, err := timingPass(ctx, scheds, rows, slices.Clone(moves), window, opts)
+		if err != nil {
+			return err
+		}
 		widened := false
 		for i, r := range rows {
-			for ; next < min(i+window, len(rows)); next++ {
-				ahead.add(start[next], 1)
-			}
-			if !r.checked {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			// Every row before this one, and the ones behind it whose
-			// triggers may be written while its own is.
-			others := footprint{}
-			others.add(ahead, 1)
-			others.add(start[i], -1)
-			possible, failure := sched.underReports(ctx, others, r, opts)
-			if len(possible) <= 1 && failure == "" {
+			t := found[i]
+			if t == nil {
 				continue
 			}
 			if i < QuickDecisions {
-				out[r.index] = predicted[r.index].likelyBeforeReports(others, possible, failure)
+				out[r.index] = predicted[r.index].likelyBeforeReports(t.others, t.possible, t.failure)
 			} else {
-				out[r.index] = predicted[r.index].batchTiming(others, possible, failure)
+				out[r.index] = predicted[r.index].batchTiming(t.others, t.possible, t.failure)
 			}
-			if len(possible) > 1 {
-				moves[i] = movesOf(r.spec, out[r.index].Before, possible)
+			if len(t.possible) > 1 {
+				moves[i] = movesOf(r.spec, out[r.index].Before, t.possible)
 				widened = true
 			}
 		}
@@ -221,6 +209,65 @@ func checkBatchTiming(ctx context.Context, sched *karmadaScheduler, rows []batch
 		}
 	}
 	return nil
+}
+
+// timing is what the check found for a row whose division depends on the
+// members' reports: the other moves, and the placements it may get.
+type timing struct {
+	others   footprint
+	possible [][]workv1alpha2.TargetCluster
+	failure  string
+}
+
+// timingPass checks every capacity-dependent row against the moves of the
+// rows it may come after, and returns, by row, what it found where the
+// reports matter (nil elsewhere). The sums of those moves are made here in
+// the batch's order; the schedulers try them side by side.
+func timingPass(ctx context.Context, scheds []*karmadaScheduler, rows []batchRow, moves []footprint, window int, opts Options) ([]*timing, error) {
+	type job struct {
+		i      int
+		others footprint
+	}
+	found := make([]*timing, len(rows))
+	jobs := make(chan job, 4*len(scheds))
+	var wg sync.WaitGroup
+	for _, s := range scheds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue
+				}
+				possible, failure := s.underReports(ctx, j.others, rows[j.i], opts)
+				if len(possible) > 1 || failure != "" {
+					found[j.i] = &timing{others: j.others, possible: possible, failure: failure}
+				}
+			}
+		}()
+	}
+	// ahead sums the moves of rows 0..next-1, the rows a row may come
+	// after: it slides with the rows instead of keeping a sum per row, which
+	// at 10,000 workloads held tens of MiB of quantities. Only the sums in
+	// the channel are held at once.
+	ahead, next := footprint{}, 0
+	for i, r := range rows {
+		for ; next < min(i+window, len(rows)); next++ {
+			ahead.add(moves[next], 1)
+		}
+		if !r.checked || ctx.Err() != nil {
+			continue
+		}
+		// Every row before this one, and the ones behind it whose triggers
+		// may be written while its own is.
+		others := footprint{}
+		others.add(ahead, 1)
+		others.add(moves[i], -1)
+		jobs <- job{i: i, others: others}
+	}
+	close(jobs)
+	wg.Wait()
+	return found, ctx.Err()
 }
 
 // underReports schedules one row again under the member reports that bound
@@ -247,7 +294,7 @@ func (s *karmadaScheduler) underReports(ctx context.Context, others footprint, r
 	}
 	restore := func() {
 		for _, name := range names {
-			s.clusters[name].Status.ResourceSummary.Allocating = saved[name].DeepCopy()
+			s.setAllocating(name, saved[name].DeepCopy())
 		}
 	}
 	defer restore()
@@ -255,22 +302,22 @@ func (s *karmadaScheduler) underReports(ctx context.Context, others footprint, r
 	// reported applies, per cluster, its gain (less room) and/or its loss
 	// (more room).
 	reported := func(gain, loss func(name string) bool) {
-		restore()
 		for _, name := range names {
-			summary := s.clusters[name].Status.ResourceSummary
-			if summary.Allocating == nil {
-				summary.Allocating = corev1.ResourceList{}
+			allocating := saved[name].DeepCopy()
+			if allocating == nil {
+				allocating = corev1.ResourceList{}
 			}
 			if gain(name) {
 				for res, q := range others[name].gain {
-					addQuantity(summary.Allocating, res, q)
+					addQuantity(allocating, res, q)
 				}
 			}
 			if loss(name) {
 				for res, q := range others[name].loss {
-					addQuantity(summary.Allocating, res, scaled(q, -1))
+					addQuantity(allocating, res, scaled(q, -1))
 				}
 			}
+			s.setAllocating(name, allocating)
 		}
 	}
 	type state struct{ gain, loss func(string) bool }
@@ -408,12 +455,13 @@ func (s *karmadaScheduler) divider(ctx context.Context, release *karmadaversion.
 			return nil, false
 		}
 	}
-	snapshot := s.cache.Snapshot()
+	// The filter plugins read the scheduler's own copies, not a snapshot:
+	// they do not read the summaries, which the caller changes, and a
+	// snapshot would copy every cluster for each row of the batch.
 	var fit []*clusterv1alpha1.Cluster
-	for _, info := range snapshot.GetClusters() {
-		c := info.Cluster()
-		own := s.clusters[c.Name]
-		if !c.DeletionTimestamp.IsZero() || own == nil {
+	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
+		c := s.clusters[name]
+		if !c.DeletionTimestamp.IsZero() {
 			continue
 		}
 		result := s.framework.RunFilterPlugins(&framework.FilterContext{
@@ -422,8 +470,7 @@ func (s *karmadaScheduler) divider(ctx context.Context, release *karmadaversion.
 			AssigningBindings:      s.cache.AssigningResourceBindings().GetBindings(),
 		})
 		if result.IsSuccess() {
-			// The scheduler's own copy, whose summary the caller changes.
-			fit = append(fit, own)
+			fit = append(fit, c)
 		}
 	}
 	if len(fit) == 0 {

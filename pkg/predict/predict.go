@@ -82,22 +82,37 @@ func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Opt
 		clusters[c.Name] = c
 	}
 	targets = distinct(targets)
-	out := make([]Prediction, 0, len(targets))
-	rows := make([]batchRow, 0, len(targets))
-	for _, t := range targets {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		row := batchRow{index: len(out)}
-		p := predictOne(ctx, sched, in, clusters, t, opts, &row)
-		out = append(out, p)
-		rows = append(rows, row)
-	}
+	out := make([]Prediction, len(targets))
+	rows := make([]batchRow, len(targets))
 	// The timing check models a scheduler that keeps no account of its
 	// decisions (the default gates); the other two modes are models of their
-	// own of what the batch consumes.
-	if len(out) > 1 && !opts.OvercommitProtection && !opts.Eventual {
-		if err := checkBatchTiming(ctx, sched, rows, out, opts); err != nil {
+	// own of what the batch consumes, each decision changing what the next
+	// one sees.
+	independent := !opts.OvercommitProtection && !opts.Eventual
+	if !independent {
+		for i, t := range targets {
+			if err := ctx.Err(); err != nil {
+				return out[:i], err
+			}
+			rows[i].index = i
+			out[i] = predictOne(ctx, sched, in, clusters, t, opts, &rows[i])
+		}
+		return out, nil
+	}
+	// Each decision reads the clusters as they are now, whatever came
+	// before it: the rows are predicted side by side.
+	scheds, err := sched.schedulers(workersFor(len(targets)))
+	if err != nil {
+		return nil, fmt.Errorf("set up karmada's scheduler: %w", err)
+	}
+	if err := eachRow(ctx, scheds, len(targets), func(s *karmadaScheduler, i int) {
+		rows[i].index = i
+		out[i] = predictOne(ctx, s, in, clusters, targets[i], opts, &rows[i])
+	}); err != nil {
+		return nil, err
+	}
+	if len(out) > 1 {
+		if err := checkBatchTiming(ctx, scheds, rows, out, opts); err != nil {
 			return out, err
 		}
 	}

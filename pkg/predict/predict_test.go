@@ -3,6 +3,7 @@ package predict
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -347,7 +348,7 @@ func TestDividerAnswersAsSchedule(t *testing.T) {
 		fast, ok := sched.divider(context.Background(), nil, fresh, &b.Status)
 		require.True(t, ok)
 		for _, free := range []int64{0, 20, 40} {
-			sched.clusters["member1"].Status.ResourceSummary.Allocating = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(free, resource.DecimalSI)}
+			sched.setAllocating("member1", corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(free, resource.DecimalSI)})
 			want, _, err := sched.schedule(context.Background(), nil, fresh, &b.Status)
 			require.NoError(t, err)
 			got, err := fast()
@@ -355,4 +356,73 @@ func TestDividerAnswersAsSchedule(t *testing.T) {
 			assert.True(t, SamePlacement(want, got), "%s with %d pods allocating on member1: %v, %v", b.Name, free, want, got)
 		}
 	}
+}
+
+// The timing check's whole scheduling pass (cluster affinity groups, which
+// the shortcut does not take) reads each reported state afresh: the
+// scheduler's snapshot of the clusters is not kept across a change.
+func TestPredictBatchTimingWholePass(t *testing.T) {
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 996), cluster("member2", 962), cluster("member3", 972)}
+	grouped := dynamic.DeepCopy()
+	grouped.ClusterAffinities = []policyv1alpha1.ClusterAffinityTerm{{
+		AffinityName:    "all",
+		ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member1", "member2", "member3"}},
+	}}
+	var bindings []*workv1alpha2.ResourceBinding
+	var targets []rebalance.Target
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		b := binding(name, *grouped, 5, tc("member2", 3), tc("member3", 2))
+		b.Status.SchedulerObservedAffinityName = "all"
+		bindings = append(bindings, b)
+		targets = append(targets, deploy(name))
+	}
+	sched, err := newKarmadaScheduler(clusters)
+	require.NoError(t, err)
+	_, ok := sched.divider(context.Background(), nil, &bindings[0].Spec, &bindings[0].Status)
+	require.False(t, ok, "cluster affinity groups take the whole pass")
+
+	got, err := Predict(context.Background(), input(clusters, bindings...), targets, Options{})
+	require.NoError(t, err)
+	for _, p := range got {
+		assert.Equal(t, ReasonBatchTiming, p.Reason, p.Message)
+		assert.Equal(t, []map[string]int32{
+			{"member1": 2, "member2": 1, "member3": 2},
+			{"member1": 2, "member2": 2, "member3": 1},
+		}, placementMaps(p.Possible)[:2], p.Message)
+	}
+}
+
+// A batch predicted side by side gives what one goroutine gives, row for
+// row, including the timing check's verdicts.
+func TestPredictSideBySideAsInTurn(t *testing.T) {
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 1400), cluster("member2", 1200), cluster("member3", 1250)}
+	var bindings []*workv1alpha2.ResourceBinding
+	var targets []rebalance.Target
+	for i := range 300 {
+		name := fmt.Sprintf("dyn-%03d", i)
+		bindings = append(bindings, binding(name, dynamic, 5, tc("member2", 3), tc("member3", 2)))
+		targets = append(targets, deploy(name))
+	}
+	for i := range 100 {
+		name := fmt.Sprintf("agg-%03d", i)
+		bindings = append(bindings, binding(name, aggregated, 2, tc("member2", 2)))
+		targets = append(targets, deploy(name))
+	}
+	in := input(clusters, bindings...)
+	predictWith := func(procs int) []Prediction {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		require.Equal(t, min(procs, maxWorkers), workersFor(len(targets)))
+		got, err := Predict(context.Background(), in, targets, Options{InFlight: 50})
+		require.NoError(t, err)
+		return got
+	}
+	inTurn, sideBySide := predictWith(1), predictWith(4)
+	require.Equal(t, inTurn, sideBySide)
+	timed := 0
+	for _, p := range inTurn {
+		if p.Reason == ReasonBatchTiming {
+			timed++
+		}
+	}
+	assert.Positive(t, timed, "the batch exercises the timing check")
 }

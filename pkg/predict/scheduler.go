@@ -51,8 +51,9 @@ type karmadaScheduler struct {
 	// framework runs the same plugins outside the algorithm, to see the
 	// candidates a release divides differently (release.go).
 	framework framework.Framework
-	cache     schedcache.Cache
-	// clusters are the scheduler's own copies, which consume() changes.
+	cache     *snapshotCache
+	// clusters are the scheduler's own copies. Their resource summaries are
+	// changed through setAllocating only, which drops the cached snapshot.
 	clusters map[string]*clusterv1alpha1.Cluster
 }
 
@@ -72,7 +73,7 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 	// The binding index only serves the workload-affinity plugins, which
 	// karmada-scheduler registers behind an alpha gate that is off by default.
 	bindingIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	c := schedcache.NewCache(clusterlister.NewClusterLister(clusterIndex), bindingIndex, schedcache.DefaultAssumptionTTL)
+	c := &snapshotCache{Cache: schedcache.NewCache(clusterlister.NewClusterLister(clusterIndex), bindingIndex, schedcache.DefaultAssumptionTTL)}
 	algorithm, err := core.NewGenericScheduler(c, plugins.NewInTreeRegistry())
 	if err != nil {
 		return nil, err
@@ -82,6 +83,35 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 		return nil, err
 	}
 	return &karmadaScheduler{algorithm: algorithm, framework: fwk, cache: c, clusters: own}, nil
+}
+
+// snapshotCache is Karmada's scheduler cache with its cluster snapshot kept
+// until the scheduler changes one of its cluster copies. Karmada's cache
+// deep-copies every Cluster (API enablements, resource models and all) for
+// each scheduling pass; a plan makes thousands of passes over clusters that
+// mostly stay the same, and that copying was the larger part of the
+// algorithm's time. The algorithm and its plugins only read a snapshot.
+type snapshotCache struct {
+	schedcache.Cache
+	kept *schedcache.Snapshot
+}
+
+// Snapshot returns the snapshot taken since the clusters last changed.
+func (c *snapshotCache) Snapshot() schedcache.Snapshot {
+	if c.kept == nil {
+		snapshot := c.Cache.Snapshot()
+		c.kept = &snapshot
+	}
+	return *c.kept
+}
+
+// setAllocating sets the Allocating resources of the scheduler's copy of
+// cluster name, and drops the snapshot taken before. Every change to the
+// copies goes through here, so that no pass reads a snapshot older than the
+// change.
+func (s *karmadaScheduler) setAllocating(name string, allocating corev1.ResourceList) {
+	s.clusters[name].Status.ResourceSummary.Allocating = allocating
+	s.cache.kept = nil
 }
 
 // freshTrigger returns a copy of spec with a reschedule trigger one second
@@ -172,22 +202,18 @@ func (s *karmadaScheduler) consume(spec *workv1alpha2.ResourceBindingSpec, befor
 		if freed == 0 || c == nil || c.Status.ResourceSummary == nil {
 			continue
 		}
-		summary := c.Status.ResourceSummary
-		if summary.Allocating == nil {
-			summary.Allocating = corev1.ResourceList{}
-		}
-		add := func(name corev1.ResourceName, q resource.Quantity) {
-			sum := summary.Allocating[name]
-			sum.Add(q)
-			summary.Allocating[name] = sum
+		allocating := c.Status.ResourceSummary.Allocating.DeepCopy()
+		if allocating == nil {
+			allocating = corev1.ResourceList{}
 		}
 		delta := -int64(freed)
-		add(corev1.ResourcePods, *resource.NewQuantity(delta, resource.DecimalSI))
+		addQuantity(allocating, corev1.ResourcePods, *resource.NewQuantity(delta, resource.DecimalSI))
 		if r := spec.ReplicaRequirements; r != nil {
 			for name, q := range r.ResourceRequest {
-				add(name, *resource.NewMilliQuantity(q.MilliValue()*delta, q.Format))
+				addQuantity(allocating, name, *resource.NewMilliQuantity(q.MilliValue()*delta, q.Format))
 			}
 		}
+		s.setAllocating(name, allocating)
 	}
 }
 

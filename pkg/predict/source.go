@@ -63,11 +63,50 @@ type Source struct {
 // error reported is the first in the order clusters, bindings by namespace,
 // cluster-scoped bindings, estimators.
 func (s Source) Read(ctx context.Context, targets []rebalance.Target, allNamespaces bool) (Input, error) {
-	in := Input{Bindings: map[string]*workv1alpha2.ResourceBinding{}}
+	return s.ReadScope(ctx, ScopeOf(targets, allNamespaces))
+}
+
+// Scope is where Read lists bindings.
+type Scope struct {
+	// Namespaces whose ResourceBindings are listed, one LIST each;
+	// metav1.NamespaceAll lists them across all namespaces.
+	Namespaces []string
+	// ClusterScoped adds a LIST of ClusterResourceBindings.
+	ClusterScoped bool
+}
+
+// ScopeOf is the scope of targets: their namespaces, sorted, or all
+// namespaces with allNamespaces, and whether any target is cluster-scoped.
+func ScopeOf(targets []rebalance.Target, allNamespaces bool) Scope {
 	namespaces, clusterScoped := scopes(targets)
 	if allNamespaces && len(namespaces) > 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
+	return Scope{Namespaces: namespaces, ClusterScoped: clusterScoped}
+}
+
+// Covers reports whether what was read in scope s holds every binding that
+// scope other would list.
+func (s Scope) Covers(other Scope) bool {
+	if other.ClusterScoped && !s.ClusterScoped {
+		return false
+	}
+	if slices.Contains(s.Namespaces, metav1.NamespaceAll) {
+		return true
+	}
+	for _, ns := range other.Namespaces {
+		if !slices.Contains(s.Namespaces, ns) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadScope is Read for the bindings of a scope given beforehand, so that
+// they can be read while the targets are still being resolved.
+func (s Source) ReadScope(ctx context.Context, scope Scope) (Input, error) {
+	in := Input{Bindings: map[string]*workv1alpha2.ResourceBinding{}}
+	namespaces, clusterScoped := scope.Namespaces, scope.ClusterScoped
 
 	var (
 		mu       sync.Mutex
