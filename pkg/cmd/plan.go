@@ -12,6 +12,7 @@ import (
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -226,6 +227,14 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	// --timeout bounds the whole run, from the first request on.
 	t.deadline = time.Now().Add(t.Timeout)
 
+	source, err := t.predictSource(predict.EstimatorMode(o.Estimator))
+	if err != nil {
+		return err
+	}
+	// Once the types are mapped, what predicting reads is read while the
+	// workloads are resolved, where their namespace is known already.
+	t.mapped = func(mapper meta.RESTMapper) { t.ahead = t.startReadAhead(ctx, mapper, source) }
+	defer func() { t.ahead.stop() }()
 	_, resolved, err := t.startup(ctx)
 	if err != nil {
 		return err
@@ -264,29 +273,42 @@ func (o *RebalanceOptions) hasOvercommitGate() bool {
 	return err != nil || !gate.Known || gate.Yes
 }
 
-// predict reads the bindings and clusters of targets and predicts them. It
-// fails when --to-cluster names a cluster the control plane does not have.
-func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
+// predictSource is where predict reads the bindings and clusters from.
+func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
-		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
+		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
 	}
 	client, err := karmadaclient.NewForConfig(config)
 	if err != nil {
-		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
+		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
 	}
 	source := predict.Source{Karmada: client, Estimator: mode}
 	if mode == predict.EstimatorAuto {
 		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
-			return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
+			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
 		}
 	}
-	// The release is told from the ResourceBinding schema, one or two GETs
-	// and a large document to decode: that goes on while the bindings are
-	// listed instead of after them (karmadaRelease reads it once; the call
-	// below waits for this one).
-	go func() { _, _ = o.karmadaRelease() }()
-	in, err := source.Read(ctx, targets, o.AllNamespaces)
+	return source, nil
+}
+
+// predict reads the bindings and clusters of targets (or takes those read
+// ahead, o.ahead) and predicts them. It fails when --to-cluster names a
+// cluster the control plane does not have.
+func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
+	in, err, ok := o.ahead.input(ctx, targets, o.AllNamespaces)
+	if !ok {
+		source, serr := o.predictSource(mode)
+		if serr != nil {
+			return nil, nil, serr
+		}
+		// The release is told from the ResourceBinding schema, one or two
+		// GETs and a large document to decode: that goes on while the
+		// bindings are listed instead of after them (karmadaRelease reads it
+		// once; the call below waits for this one).
+		go func() { _, _ = o.karmadaRelease() }()
+		in, err = source.Read(ctx, targets, o.AllNamespaces)
+	}
 	if err != nil {
 		return nil, nil, withExitCode(ExitError, o.apiError(err))
 	}

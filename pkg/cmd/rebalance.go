@@ -9,6 +9,7 @@ import (
 
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -172,6 +173,12 @@ type RebalanceOptions struct {
 	// guard ties the start-up requests to Ctrl-C and --timeout, and
 	// remembers the last failed request for messages.
 	guard *requestGuard
+	// mapped, when set, is called by startup once the API's types are
+	// mapped, before the workloads are resolved.
+	mapped func(meta.RESTMapper)
+	// ahead is what plan reads while the workloads are resolved; nil
+	// where their scope is not known before.
+	ahead *readAhead
 	// deadline is when --timeout runs out, counted from the start of Run.
 	deadline time.Time
 

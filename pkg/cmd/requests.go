@@ -119,7 +119,9 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	bound := t.guard.bound
 	t.guard.mu.Unlock()
 	release := func() {}
-	if bound != nil {
+	// A request with a context of its own (one that can end) answers to
+	// it: a read started during the start-up may outlive it.
+	if bound != nil && req.Context().Done() == nil {
 		ctx, cancel := context.WithCancel(req.Context())
 		stop := context.AfterFunc(bound, cancel)
 		release = func() { stop(); cancel() }

@@ -48,6 +48,9 @@ func (o *RebalanceOptions) startup(ctx context.Context) (meta.RESTMapper, *rebal
 		}
 		return nil, nil, o.startupError(ctx, startCtx, withExitCode(ExitError, o.apiError(err)))
 	}
+	if o.mapped != nil {
+		o.mapped(mapper)
+	}
 
 	var resolved *rebalance.Resolved
 	resolve := func() error {
