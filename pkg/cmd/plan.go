@@ -283,7 +283,7 @@ func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.So
 	if err != nil {
 		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
 	}
-	source := predict.Source{Karmada: client, Estimator: mode}
+	source := predict.Source{Karmada: client, Work: client.WorkV1alpha2().RESTClient(), Estimator: mode}
 	if mode == predict.EstimatorAuto {
 		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
 			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))

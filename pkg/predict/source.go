@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -50,6 +51,10 @@ const listPage = 500
 // results come in pages of 500.
 type Source struct {
 	Karmada karmadaclient.Interface
+	// Work, when set, is a REST client of work.karmada.io/v1alpha2 through
+	// which the ResourceBindings are listed as pages, each decoded while the
+	// next is read (bindingPages); nil lists them through Karmada.
+	Work rest.Interface
 	// Kube reads the estimators' Services; nil skips that.
 	Kube kubernetes.Interface
 	// Estimator is how the estimators are found; "" means EstimatorAuto.
@@ -209,6 +214,12 @@ func (s Source) clusters(ctx context.Context) ([]*clusterv1alpha1.Cluster, error
 }
 
 func (s Source) bindings(ctx context.Context, namespace string, collect func(*workv1alpha2.ResourceBinding)) error {
+	if s.Work != nil {
+		if err := bindingPages(ctx, s.Work, namespace, collect); err != nil {
+			return &rebalance.RequestError{Verb: "list", Resource: "resourcebindings.work.karmada.io", Namespace: namespace, Err: err}
+		}
+		return nil
+	}
 	opts := metav1.ListOptions{Limit: listPage}
 	for {
 		list, err := s.Karmada.WorkV1alpha2().ResourceBindings(namespace).List(ctx, opts)

@@ -3,17 +3,25 @@ package predict
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
+	workclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/typed/work/v1alpha2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -112,5 +120,69 @@ func TestSourceReadErrorOrder(t *testing.T) {
 		_, err := Source{Karmada: karmada, Estimator: EstimatorDisabled}.Read(context.Background(), targets, false)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "refused clusters")
+	}
+}
+
+// Through a REST client, the bindings are listed in pages, each decoded
+// while the next is read: every binding of every page is kept, slimmed, and
+// an error of a later page is the list's error.
+func TestSourceReadsBindingPages(t *testing.T) {
+	page := func(from int, next string) string {
+		var items []string
+		for i := from; i < from+3; i++ {
+			items = append(items, fmt.Sprintf(`{"metadata":{"namespace":"a","name":"w%d-deployment","managedFields":[{"manager":"m"}]},"spec":{"resource":{"apiVersion":"apps/v1","kind":"Deployment","namespace":"a","name":"w%d"},"replicas":2}}`, i, i))
+		}
+		return fmt.Sprintf(`{"apiVersion":"work.karmada.io/v1alpha2","kind":"ResourceBindingList","items":[%s],"metadata":{"continue":%q}}`, strings.Join(items, ","), next)
+	}
+	for _, tt := range []struct {
+		name      string
+		failPage3 bool
+	}{{name: "three pages"}, {name: "the third page refused", failPage3: true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var continues []string
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/apis/work.karmada.io/v1alpha2/namespaces/a/resourcebindings" {
+					http.NotFound(w, r)
+					return
+				}
+				cont := r.URL.Query().Get("continue")
+				mu.Lock()
+				continues = append(continues, cont)
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				switch cont {
+				case "":
+					fmt.Fprint(w, page(0, "p2"))
+				case "p2":
+					fmt.Fprint(w, page(3, "p3"))
+				default:
+					if tt.failPage3 {
+						w.WriteHeader(http.StatusForbidden)
+						fmt.Fprint(w, `{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"no"}`)
+						return
+					}
+					fmt.Fprint(w, page(6, ""))
+				}
+			}))
+			defer server.Close()
+			work, err := workclient.NewForConfig(&rest.Config{Host: server.URL})
+			require.NoError(t, err)
+			karmada := karmadafake.NewSimpleClientset()
+			in, err := Source{Karmada: karmada, Work: work.RESTClient(), Estimator: EstimatorDisabled}.
+				ReadScope(context.Background(), Scope{Namespaces: []string{"a"}})
+			assert.Equal(t, []string{"", "p2", "p3"}, continues)
+			if tt.failPage3 {
+				require.Error(t, err)
+				assert.True(t, apierrors.IsForbidden(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, in.Bindings, 9)
+			b := in.Bindings["a/w7-deployment"]
+			require.NotNil(t, b)
+			assert.Equal(t, int32(2), b.Spec.Replicas)
+			assert.Empty(t, b.ManagedFields, "slimmed")
+		})
 	}
 }
