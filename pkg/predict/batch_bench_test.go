@@ -6,11 +6,8 @@ import (
 	"testing"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // memberSized is cluster with what a joined member's Cluster object carries
@@ -48,18 +45,7 @@ func memberSized(name string, pods int64) *clusterv1alpha1.Cluster {
 // the batch timing check, apart from reading the API.
 func BenchmarkPredictFleetShape(b *testing.B) {
 	clusters := []*clusterv1alpha1.Cluster{memberSized("member1", 3700), memberSized("member2", 2050), memberSized("member3", 2050)}
-	var bindings []*workv1alpha2.ResourceBinding
-	var targets []rebalance.Target
-	for i := range 800 {
-		name := fmt.Sprintf("dyn-%04d", i)
-		bindings = append(bindings, binding(name, dynamic, 3, tc("member2", 2), tc("member3", 1)))
-		targets = append(targets, deploy(name))
-	}
-	for i := range 400 {
-		name := fmt.Sprintf("agg-%04d", i)
-		bindings = append(bindings, binding(name, aggregated, 1, tc("member2", 1)))
-		targets = append(targets, deploy(name))
-	}
+	bindings, targets := recoveryBatch(800, 3, 400, 1)
 	in := input(clusters, bindings...)
 	b.ResetTimer()
 	for range b.N {

@@ -396,18 +396,7 @@ func TestPredictBatchTimingWholePass(t *testing.T) {
 // row, including the timing check's verdicts.
 func TestPredictSideBySideAsInTurn(t *testing.T) {
 	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 1400), cluster("member2", 1200), cluster("member3", 1250)}
-	var bindings []*workv1alpha2.ResourceBinding
-	var targets []rebalance.Target
-	for i := range 300 {
-		name := fmt.Sprintf("dyn-%03d", i)
-		bindings = append(bindings, binding(name, dynamic, 5, tc("member2", 3), tc("member3", 2)))
-		targets = append(targets, deploy(name))
-	}
-	for i := range 100 {
-		name := fmt.Sprintf("agg-%03d", i)
-		bindings = append(bindings, binding(name, aggregated, 2, tc("member2", 2)))
-		targets = append(targets, deploy(name))
-	}
+	bindings, targets := recoveryBatch(300, 5, 100, 2)
 	in := input(clusters, bindings...)
 	predictWith := func(procs int) []Prediction {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -425,4 +414,23 @@ func TestPredictSideBySideAsInTurn(t *testing.T) {
 		}
 	}
 	assert.Positive(t, timed, "the batch exercises the timing check")
+}
+
+// recoveryBatch is a batch after a failover of member1: dyn workloads
+// divided by dynamic weights, dynReplicas each split over member2 and
+// member3, then agg Aggregated workloads of aggReplicas on member2.
+func recoveryBatch(dyn int, dynReplicas int32, agg int, aggReplicas int32) ([]*workv1alpha2.ResourceBinding, []rebalance.Target) {
+	var bindings []*workv1alpha2.ResourceBinding
+	var targets []rebalance.Target
+	for i := range dyn {
+		name := fmt.Sprintf("dyn-%04d", i)
+		bindings = append(bindings, binding(name, dynamic, dynReplicas, tc("member2", (dynReplicas+1)/2), tc("member3", dynReplicas/2)))
+		targets = append(targets, deploy(name))
+	}
+	for i := range agg {
+		name := fmt.Sprintf("agg-%04d", i)
+		bindings = append(bindings, binding(name, aggregated, aggReplicas, tc("member2", aggReplicas)))
+		targets = append(targets, deploy(name))
+	}
+	return bindings, targets
 }
