@@ -42,8 +42,14 @@ func bindingPages(ctx context.Context, client rest.Interface, namespace string, 
 		defer close(raw)
 		for {
 			// JSON: its continue token is read before the page is decoded.
-			page, err := client.Get().Namespace(namespace).Resource("resourcebindings").
-				VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", "application/json").Do(ctx).Raw()
+			result := client.Get().Namespace(namespace).Resource("resourcebindings").
+				VersionedParams(&opts, scheme.ParameterCodec).SetHeader("Accept", "application/json").Do(ctx)
+			// Error, unlike Raw, takes the API server's Status from the
+			// body: its message names who was refused what.
+			if err := result.Error(); err != nil {
+				return err
+			}
+			page, err := result.Raw()
 			if err != nil {
 				return err
 			}

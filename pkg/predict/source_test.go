@@ -159,7 +159,7 @@ func TestSourceReadsBindingPages(t *testing.T) {
 				default:
 					if tt.failPage3 {
 						w.WriteHeader(http.StatusForbidden)
-						fmt.Fprint(w, `{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"no"}`)
+						fmt.Fprint(w, `{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"User \"someone\" cannot list resource \"resourcebindings\""}`)
 						return
 					}
 					fmt.Fprint(w, page(6, ""))
@@ -175,6 +175,7 @@ func TestSourceReadsBindingPages(t *testing.T) {
 			if tt.failPage3 {
 				require.Error(t, err)
 				assert.True(t, apierrors.IsForbidden(err), "%v", err)
+				assert.Contains(t, err.Error(), `User "someone" cannot list resource "resourcebindings"`, "the server's own words")
 				return
 			}
 			require.NoError(t, err)
