@@ -296,7 +296,7 @@ func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.So
 // ahead, o.ahead) and predicts them. It fails when --to-cluster names a
 // cluster the control plane does not have.
 func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
-	in, err, ok := o.ahead.input(ctx, targets, o.AllNamespaces)
+	in, ok, err := o.ahead.input(ctx, targets, o.AllNamespaces)
 	if !ok {
 		source, serr := o.predictSource(mode)
 		if serr != nil {

@@ -77,20 +77,20 @@ func argTypes(args []string) []string {
 
 // input returns what was read ahead when it covers the scope of targets. ok
 // is false when it does not (the read is then stopped) or r is nil.
-func (r *readAhead) input(ctx context.Context, targets []rebalance.Target, allNamespaces bool) (in predict.Input, err error, ok bool) {
+func (r *readAhead) input(ctx context.Context, targets []rebalance.Target, allNamespaces bool) (in predict.Input, ok bool, err error) {
 	if r == nil {
-		return predict.Input{}, nil, false
+		return predict.Input{}, false, nil
 	}
 	if !r.scope.Covers(predict.ScopeOf(targets, allNamespaces)) {
 		r.stop()
-		return predict.Input{}, nil, false
+		return predict.Input{}, false, nil
 	}
 	select {
 	case <-r.done:
-		return r.in, r.err, true
+		return r.in, true, r.err
 	case <-ctx.Done():
 		r.stop()
-		return predict.Input{}, ctx.Err(), true
+		return predict.Input{}, true, ctx.Err()
 	}
 }
 
