@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,11 +36,11 @@ func (o *RebalanceOptions) startReadAhead(ctx context.Context, mapper meta.RESTM
 	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) == 0 {
 		return nil
 	}
-	for _, typ := range argTypes(o.Args) {
-		gvk, err := kindOfArg(mapper, typ)
-		if err != nil || gvk.GroupKind() == rebalance.RebalancerGroupKind {
-			return nil
-		}
+	kinds, ok := workloadKindsOfArgs(mapper, o.Args)
+	if !ok {
+		return nil
+	}
+	for _, gvk := range kinds {
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil || mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 			return nil
@@ -59,20 +58,6 @@ func (o *RebalanceOptions) startReadAhead(ctx context.Context, mapper meta.RESTM
 		r.in, r.err = source.ReadScope(ctx, scope)
 	}()
 	return r
-}
-
-// argTypes returns the types the arguments name: the TYPE of each TYPE/NAME,
-// or the comma-separated TYPEs of the first argument before NAMEs.
-func argTypes(args []string) []string {
-	if strings.Contains(args[0], "/") {
-		types := make([]string, 0, len(args))
-		for _, arg := range args {
-			typ, _, _ := strings.Cut(arg, "/")
-			types = append(types, typ)
-		}
-		return types
-	}
-	return strings.Split(args[0], ",")
 }
 
 // input returns what was read ahead when it covers the scope of targets. ok

@@ -86,13 +86,36 @@ func (o *RebalanceOptions) listsMetadataOnly(mapper meta.RESTMapper) bool {
 	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) != 1 || strings.Contains(o.Args[0], "/") {
 		return false
 	}
-	for _, name := range strings.Split(o.Args[0], ",") {
-		gvk, err := kindOfArg(mapper, name)
-		if err != nil || gvk.GroupKind() == rebalance.RebalancerGroupKind {
-			return false
+	_, ok := workloadKindsOfArgs(mapper, o.Args)
+	return ok
+}
+
+// argTypes returns the types the arguments name: the TYPE of each TYPE/NAME,
+// or the comma-separated TYPEs of the first argument before NAMEs.
+func argTypes(args []string) []string {
+	if strings.Contains(args[0], "/") {
+		types := make([]string, 0, len(args))
+		for _, arg := range args {
+			typ, _, _ := strings.Cut(arg, "/")
+			types = append(types, typ)
 		}
+		return types
 	}
-	return true
+	return strings.Split(args[0], ",")
+}
+
+// workloadKindsOfArgs maps the types the arguments name (argTypes) to their
+// kinds. ok is false when one cannot be mapped or is the WorkloadRebalancer
+// kind, whose workloads are only known once it is read.
+func workloadKindsOfArgs(mapper meta.RESTMapper, args []string) (kinds []schema.GroupVersionKind, ok bool) {
+	for _, typ := range argTypes(args) {
+		gvk, err := kindOfArg(mapper, typ)
+		if err != nil || gvk.GroupKind() == rebalance.RebalancerGroupKind {
+			return nil, false
+		}
+		kinds = append(kinds, gvk)
+	}
+	return kinds, true
 }
 
 // kindOfArg maps a resource argument (deploy, deployments.apps,
