@@ -11,7 +11,7 @@
 #
 # Output: ${CONTROLPLANE_DIR:-_output/controlplane} for the default version,
 # ${CONTROLPLANE_DIR:-_output/controlplane-$KARMADA_VERSION} for another one:
-# {bin,crds,webhook-configuration.yaml,kwok-stages.yaml,versions}
+# {bin,crds,manifests,webhook-configuration.yaml,kwok-stages.yaml,versions}
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 binaries=(server kube-apiserver kube-controller-manager kube-scheduler aggregated-apiserver scheduler-estimator
-  controller-manager scheduler webhook kwok)
+  controller-manager scheduler webhook agent descheduler kwok)
 
 stamp=$( { go version; echo "$karmada_version"; cat "$src/go.mod" "$src/go.sum" "$kwok_src/go.mod" "$kwok_src/go.sum" "$0"; } | sha256sum | cut -d' ' -f1)
 if [[ -f "$out/stamp" && "$(cat "$out/stamp")" == "$stamp" ]]; then
@@ -75,7 +75,7 @@ fi
 kube_tools=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver
   k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
 karmada_tools=()
-for c in aggregated-apiserver controller-manager scheduler scheduler-estimator webhook; do
+for c in aggregated-apiserver controller-manager scheduler scheduler-estimator webhook agent descheduler; do
   karmada_tools+=("github.com/karmada-io/karmada/cmd/$c")
 done
 # Karmada's components are built with the tags of that release's own
@@ -97,6 +97,15 @@ find "$karmada_dir/charts/karmada/_crds/bases" -name '*.yaml' -exec cp {} "$out/
 chmod -R u+w "$out/crds"
 cp "$karmada_dir/artifacts/deploy/webhook-configuration.yaml" "$out/webhook-configuration.yaml"
 chmod u+w "$out/webhook-configuration.yaml"
+# The release's own deploy manifests: the flags and feature gates local-up-karmada runs each
+# component with (test/harness/manifests.go reads the container commands).
+rm -rf "$out/manifests"
+mkdir -p "$out/manifests"
+for f in deploy/karmada-scheduler.yaml deploy/karmada-controller-manager.yaml deploy/karmada-scheduler-estimator.yaml \
+  deploy/karmada-descheduler.yaml agent/karmada-agent.yaml; do
+  cp "$karmada_dir/artifacts/$f" "$out/manifests/"
+done
+chmod -R u+w "$out/manifests"
 
 # kwok ships no default stages in its binary (kwokctl passes them); take the
 # fast node/pod lifecycle and the lease heartbeat from the pinned kwok module.

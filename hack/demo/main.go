@@ -60,8 +60,8 @@ func run() error {
 	members := map[string]*rest.Config{}
 	var karmada *rest.Config
 	if kubeconfig == "" {
-		step("Starting a local Karmada control plane (3 members, real Karmada components)")
-		cp, err := harness.Start(ctx, harness.Options{Members: 3, Progress: newIndent()})
+		step("Starting a local Karmada control plane as local-up-karmada makes it (member1, member2 Push; member3 Pull with karmada-agent; an estimator per member)")
+		cp, err := harness.Start(ctx, harness.Options{Progress: newIndent()})
 		if err != nil {
 			return err
 		}

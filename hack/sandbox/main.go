@@ -36,9 +36,13 @@ func run() error {
 	flag.StringVar(&opts.NodeCPU, "node-cpu", "32", "CPU capacity of each node")
 	flag.StringVar(&opts.NodeMemory, "node-memory", "256Gi", "memory capacity of each node")
 	flag.StringVar(&opts.NodePods, "node-pods", "110", "pod capacity of each node")
-	flag.BoolVar(&opts.SchedulerEstimator, "scheduler-estimator", true,
-		"run a karmada-scheduler-estimator per member and karmada-scheduler with --enable-scheduler-estimator (as karmada-descheduler expects)")
+	estimator := true
+	flag.BoolVar(&estimator, "scheduler-estimator", true,
+		"run a karmada-scheduler-estimator per member and karmada-scheduler with --enable-scheduler-estimator, as local-up-karmada does; false is a deviation from the users' environment")
+	flag.BoolVar(&opts.AllPush, "all-push", false,
+		"join member3 in Push mode too; by default it is a Pull cluster served by karmada-agent, as local-up-karmada makes it")
 	flag.Parse()
+	opts.WithoutSchedulerEstimator = !estimator
 
 	abs, err := filepath.Abs(dir)
 	if err != nil {

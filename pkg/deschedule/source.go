@@ -209,7 +209,12 @@ func proxyHint(err error) string {
 		}
 		return "the member cluster refused the identity Karmada forwards; grant it list on pods and on the workload kinds there, see deploy/members/rbac.yaml"
 	}
-	return "check that the cluster is Ready in Karmada, or read members through kubeconfig contexts with --estimator=kubeconfig"
+	// The usual cause besides a cluster that is down: a Pull-mode member,
+	// registered by karmada-agent, whose apiserver the Karmada control plane
+	// cannot reach (local-up-karmada's member3).
+	return "check that the cluster is Ready in Karmada; a Pull-mode cluster is usually not reachable through the proxy: " +
+		"read members through kubeconfig contexts named like the clusters with --estimator=kubeconfig " +
+		"(and --member-kubeconfig, e.g. local-up-karmada's members.config)"
 }
 
 // activePodsSelector leaves out pods that will never run again; the original

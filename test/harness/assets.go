@@ -17,7 +17,7 @@ const BuildCommand = "hack/build-controlplane.sh (or make controlplane)"
 
 var requiredBinaries = []string{
 	"server", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-	"aggregated-apiserver", "controller-manager", "scheduler", "scheduler-estimator", "webhook", "kwok",
+	"aggregated-apiserver", "controller-manager", "scheduler", "scheduler-estimator", "webhook", "agent", "descheduler", "kwok",
 }
 
 // DefaultAssetsDir returns $KUBECTL_REBALANCE_CONTROLPLANE, or, in the
@@ -68,7 +68,7 @@ func checkAssets(dir string) error {
 			missing = append(missing, "bin/"+b)
 		}
 	}
-	for _, f := range []string{"crds", "webhook-configuration.yaml", "kwok-stages.yaml"} {
+	for _, f := range []string{"crds", "manifests", "webhook-configuration.yaml", "kwok-stages.yaml"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			missing = append(missing, f)
 		}

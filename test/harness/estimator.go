@@ -26,27 +26,34 @@ const estimatorServicePort = 10352
 // karmada-scheduler-estimator-member1 in karmada-system.
 const estimatorServicePrefix = "karmada-scheduler-estimator"
 
-// startEstimator runs karmada-scheduler-estimator for one member, as Karmada's
-// descheduler guide asks for every member cluster. The estimator has no
-// bind-address flag and listens on every interface, so it serves gRPC over
-// mutual TLS: only holders of a certificate from the harness CA get answers.
+// startEstimator runs karmada-scheduler-estimator for one member, as
+// local-up-karmada deploys one for every member, Pull members included, with
+// the flags of the release's manifest. The estimator has no bind-address flag
+// and listens on every interface, so it serves gRPC over mutual TLS: only
+// holders of a certificate from the harness CA get answers. All estimators
+// share this host, so each gets a port of its own (--server-port); the
+// Service registerEstimator creates maps the scheduler's default port to it.
 func (cp *ControlPlane) startEstimator(ctx context.Context, m *Member) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
-	p, err := cp.startProcess(m.Name+".karmada-scheduler-estimator", cp.bin("scheduler-estimator"),
-		"--kubeconfig="+m.kubeconfig,
-		"--cluster-name="+m.Name,
-		"--server-port="+strconv.Itoa(ports[0]),
-		"--grpc-auth-cert-file="+cp.pki.ServingCert,
-		"--grpc-auth-key-file="+cp.pki.ServingKey,
-		"--grpc-client-ca-file="+cp.pki.CACert,
-		"--metrics-bind-address="+addr(ports[1]),
-		"--health-probe-bind-address="+addr(ports[2]),
+	release, err := cp.releaseFlags(manifestEstimator, map[string]string{"member_cluster_name": m.Name})
+	if err != nil {
+		return err
+	}
+	args := append([]string{
+		"--kubeconfig=" + m.kubeconfig,
+		"--server-port=" + strconv.Itoa(ports[0]),
+		"--grpc-auth-cert-file=" + cp.pki.ServingCert,
+		"--grpc-auth-key-file=" + cp.pki.ServingKey,
+		"--grpc-client-ca-file=" + cp.pki.CACert,
+		"--metrics-bind-address=" + addr(ports[1]),
+		"--health-probe-bind-address=" + addr(ports[2]),
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
-	)
+	}, release...)
+	p, err := cp.startProcess(m.Name+".karmada-scheduler-estimator", cp.bin("scheduler-estimator"), args...)
 	if err != nil {
 		return err
 	}
@@ -54,23 +61,25 @@ func (cp *ControlPlane) startEstimator(ctx context.Context, m *Member) error {
 	return waitReady(ctx, p, time.Minute, httpCheck(http.DefaultClient, "http://"+addr(ports[2])+"/healthz"))
 }
 
-// schedulerEstimatorArgs are the karmada-scheduler flags that make it ask the
-// estimators, with the harness client certificate for their mutual TLS.
-func (cp *ControlPlane) schedulerEstimatorArgs() []string {
+// estimatorClientArgs are the certificate flags of a component that asks the
+// estimators (karmada-scheduler, karmada-descheduler): the harness's client
+// certificate for their mutual TLS, where the manifests mount Secrets.
+func (cp *ControlPlane) estimatorClientArgs() []string {
 	return []string{
-		"--enable-scheduler-estimator=true",
-		"--scheduler-estimator-service-namespace=karmada-system",
-		"--scheduler-estimator-service-prefix=" + estimatorServicePrefix,
-		"--scheduler-estimator-port=" + strconv.Itoa(estimatorServicePort),
 		"--scheduler-estimator-ca-file=" + cp.pki.CACert,
 		"--scheduler-estimator-cert-file=" + cp.pki.AdminCert,
 		"--scheduler-estimator-key-file=" + cp.pki.AdminKey,
 	}
 }
 
-// registerEstimator publishes a member's estimator the way karmada-scheduler
-// looks it up: an ExternalName Service named after the cluster in the Karmada
-// apiserver, whose port maps the scheduler's estimator port to the real one.
+// registerEstimator publishes a member's estimator where karmada-scheduler
+// finds it on this host: an ExternalName Service named after the cluster in
+// the Karmada apiserver, whose port maps the scheduler's estimator port to
+// the real one. Standard installs put the estimator's Service in the host
+// cluster instead, which the scheduler reaches by cluster DNS
+// (NAME.karmada-system.svc); the harness has neither a host cluster nor its
+// DNS, and the scheduler looks in the Karmada apiserver first
+// (docs/testing.md).
 func (cp *ControlPlane) registerEstimator(ctx context.Context, kube kubernetes.Interface, m *Member) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: estimatorServicePrefix + "-" + m.Name, Namespace: "karmada-system"},

@@ -1,10 +1,16 @@
-// Package harness starts a real Karmada control plane on 127.0.0.1: etcd, the
-// Karmada apiserver (kube-apiserver with Karmada's CRDs), the Cluster API served
-// by karmada-aggregated-apiserver, kube-controller-manager, karmada-webhook,
-// karmada-scheduler and karmada-controller-manager, plus member clusters made
-// of kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes,
-// registered as Push clusters, optionally each with its
-// karmada-scheduler-estimator. Tests, benchmarks and `make sandbox` share it.
+// Package harness starts a real Karmada control plane on 127.0.0.1 in the shape
+// of Karmada's hack/local-up-karmada.sh, the environment our users run: etcd,
+// the Karmada apiserver (kube-apiserver with Karmada's CRDs), the Cluster API
+// served by karmada-aggregated-apiserver, kube-controller-manager,
+// karmada-webhook, karmada-scheduler and karmada-controller-manager with the
+// flags, feature gates and default controllers of the release's own deploy
+// manifests, and member clusters made of kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok nodes: member1 and member2
+// joined in Push mode, member3 registered in Pull mode by a real karmada-agent,
+// and a karmada-scheduler-estimator for every member. karmada-descheduler is
+// built beside them and started on request (StartKarmadaDescheduler). Tests,
+// benchmarks and `make sandbox` share it; what a test changes from this
+// default is an Options field, and docs/testing.md lists every such deviation.
 //
 // kwok runs the members' pods: a pod scheduled to a node becomes Running
 // and Ready, and runs until it is deleted, as a server does; only pods
@@ -35,20 +41,28 @@ type Options struct {
 	// rest. Empty means $KUBECTL_REBALANCE_CONTROLPLANE or
 	// <repository>/_output/controlplane.
 	AssetsDir string
-	// Members is the number of member clusters (member1, member2, ...).
+	// Members is the number of member clusters (member1, member2, ...);
+	// 0 means local-up-karmada's three.
 	Members int
+	// AllPush joins member3 in Push mode too. By default member3 (when there
+	// is one) is a Pull cluster, registered and served by karmada-agent, and
+	// the Karmada control plane cannot reach its apiserver (no cluster proxy),
+	// as in local-up-karmada. A deviation: docs/testing.md.
+	AllPush bool
 	// NodesPerMember is the number of kwok nodes in each member.
 	NodesPerMember int
 	// NodeCPU, NodeMemory and NodePods are the capacity of every kwok node.
 	NodeCPU, NodeMemory, NodePods string
-	// KarmadaControllers is karmada-controller-manager's --controllers value.
+	// KarmadaControllers replaces karmada-controller-manager's --controllers
+	// value; empty keeps the release manifest's (every default controller,
+	// workloadRebalancer included). A deviation: docs/testing.md.
 	KarmadaControllers string
-	// SchedulerEstimator runs one karmada-scheduler-estimator per member and
-	// karmada-scheduler with --enable-scheduler-estimator, the setup Karmada's
-	// descheduler guide requires: the scheduler then sizes members by their
-	// schedulable nodes, not only by the Cluster's resource summary (which
-	// still counts cordoned nodes).
-	SchedulerEstimator bool
+	// WithoutSchedulerEstimator runs no karmada-scheduler-estimator and
+	// karmada-scheduler with --enable-scheduler-estimator=false, so that the
+	// scheduler sizes members by the Cluster's resource summary alone (which
+	// still counts cordoned nodes). By default every member has its estimator,
+	// as in local-up-karmada. A deviation: docs/testing.md.
+	WithoutSchedulerEstimator bool
 	// Progress receives one line per started component; nil discards.
 	Progress io.Writer
 }
@@ -91,6 +105,9 @@ type Member struct {
 	Name string
 	// Config is an admin client config for the member's kube-apiserver.
 	Config *rest.Config
+	// Pull says the member is registered by karmada-agent in Pull mode; the
+	// Karmada control plane cannot reach its apiserver.
+	Pull bool
 	// Endpoint is the member apiserver's URL.
 	Endpoint string
 	// EstimatorPort is the loopback port of the member's
@@ -150,10 +167,12 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if cp.Dir, err = filepath.Abs(cp.Dir); err != nil {
 		return nil, err
 	}
+	// `return nil, err` has already set cp to nil when this runs: stop the
+	// processes through a copy of the pointer.
+	started := cp
 	defer func() {
 		if err != nil {
-			cp.Stop()
-			cp = nil
+			started.Stop()
 		}
 	}()
 	if err := os.MkdirAll(filepath.Join(cp.Dir, "logs"), 0o755); err != nil {
@@ -177,7 +196,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := cp.joinMembers(ctx); err != nil {
 		return nil, err
 	}
-	if opts.SchedulerEstimator {
+	if !opts.WithoutSchedulerEstimator {
 		if err := cp.waitEstimatorsConnected(ctx); err != nil {
 			return nil, err
 		}

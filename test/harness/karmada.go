@@ -367,34 +367,29 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 	if err != nil {
 		return err
 	}
-	schedulerArgs := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--metrics-bind-address=" + addr(ports[0]),
-		"--health-probe-bind-address=" + addr(ports[1]),
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
+	schedulerArgs, err := cp.releaseFlags(manifestScheduler, nil)
+	if err != nil {
+		return err
 	}
-	if cp.opts.SchedulerEstimator {
-		schedulerArgs = append(schedulerArgs, cp.schedulerEstimatorArgs()...)
+	schedulerArgs = append(cp.componentArgs(kubeconfig, ports[0], ports[1]), schedulerArgs...)
+	if cp.opts.WithoutSchedulerEstimator {
+		schedulerArgs = setFlag(schedulerArgs, "enable-scheduler-estimator", "false")
+	} else {
+		schedulerArgs = append(schedulerArgs, cp.estimatorClientArgs()...)
 	}
 	scheduler, err := cp.startProcess("karmada-scheduler", cp.bin("scheduler"), schedulerArgs...)
 	if err != nil {
 		return err
 	}
-	manager, err := cp.startProcess("karmada-controller-manager", cp.bin("controller-manager"),
-		"--kubeconfig="+kubeconfig,
-		"--leader-elect=false",
-		"--controllers="+cp.opts.KarmadaControllers,
-		// Both are needed for a NoExecute taint on a Cluster to evict.
-		"--feature-gates=Failover=true",
-		cp.noExecuteEvictionFlag(),
-		"--cluster-status-update-frequency=5s",
-		"--metrics-bind-address="+addr(ports[2]),
-		"--health-probe-bind-address="+addr(ports[3]),
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
-	)
+	managerArgs, err := cp.releaseFlags(manifestControllerManager, nil)
+	if err != nil {
+		return err
+	}
+	managerArgs = append(cp.componentArgs(kubeconfig, ports[2], ports[3]), managerArgs...)
+	if cp.opts.KarmadaControllers != "" {
+		managerArgs = setFlag(managerArgs, "controllers", cp.opts.KarmadaControllers)
+	}
+	manager, err := cp.startProcess("karmada-controller-manager", cp.bin("controller-manager"), managerArgs...)
 	if err != nil {
 		return err
 	}
@@ -408,14 +403,32 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 	return waitReady(ctx, manager, time.Minute, httpCheck(http.DefaultClient, "http://"+addr(ports[3])+"/healthz"))
 }
 
-// noExecuteEvictionFlag turns on eviction by NoExecute Cluster taints:
-// v1.12 and v1.13 call it the taint manager (on by default), later releases
-// made it an opt-in of its own.
-func (cp *ControlPlane) noExecuteEvictionFlag() string {
-	if cp.Versions.KarmadaAtLeast(16) {
-		return "--enable-no-execute-taint-eviction=true"
+// componentArgs are the flags every Karmada component gets from the harness
+// rather than from its manifest: where it finds the apiserver and serves its
+// metrics and health endpoints. One replica needs no leader election, which
+// would only add its lease wait to every start; the higher client rate limits
+// keep a 2-core run from queueing behind the defaults (docs/testing.md).
+func (cp *ControlPlane) componentArgs(kubeconfig string, metricsPort, healthPort int) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--metrics-bind-address=" + addr(metricsPort),
+		"--health-probe-bind-address=" + addr(healthPort),
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
 	}
-	return "--enable-taint-manager=true"
+}
+
+// setFlag replaces the value of --name in args, or appends it.
+func setFlag(args []string, name, value string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if a == "--"+name || strings.HasPrefix(a, "--"+name+"=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return append(out, "--"+name+"="+value)
 }
 
 func ensureNamespace(ctx context.Context, client kubernetes.Interface, name string) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ func (cp *ControlPlane) startMembers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i := range cp.Members {
 		name := "member" + strconv.Itoa(i+1)
-		cp.Members[i] = &Member{Name: name}
+		// local-up-karmada registers its third member in Pull mode.
+		cp.Members[i] = &Member{Name: name, Pull: i == 2 && !cp.opts.AllPush}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -145,7 +147,7 @@ func (cp *ControlPlane) startMember(ctx context.Context, m *Member) error {
 	if err != nil {
 		return err
 	}
-	if cp.opts.SchedulerEstimator {
+	if !cp.opts.WithoutSchedulerEstimator {
 		if err := cp.startEstimator(ctx, m); err != nil {
 			return err
 		}
@@ -189,9 +191,11 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// joinMembers registers every member as a Push cluster, producing what
-// `karmadactl join` produces: the Cluster object with its endpoint, and the
-// access and impersonator Secrets in karmada-cluster.
+// joinMembers registers every member: a Push member as `karmadactl join`
+// does (the Cluster object with its endpoint, and the access and impersonator
+// Secrets in karmada-cluster), a Pull member by starting its karmada-agent,
+// which registers the Cluster itself and then does for that member what
+// karmada-controller-manager does for Push members.
 func (cp *ControlPlane) joinMembers(ctx context.Context) error {
 	start := time.Now()
 	kube, err := kubernetes.NewForConfig(cp.Karmada)
@@ -204,10 +208,16 @@ func (cp *ControlPlane) joinMembers(ctx context.Context) error {
 	}
 	for _, m := range cp.Members {
 		// The scheduler looks the estimator up when the Cluster appears.
-		if cp.opts.SchedulerEstimator {
+		if !cp.opts.WithoutSchedulerEstimator {
 			if err := cp.registerEstimator(ctx, kube, m); err != nil {
 				return err
 			}
+		}
+		if m.Pull {
+			if err := cp.startAgent(ctx, m); err != nil {
+				return err
+			}
+			continue
 		}
 		token, err := os.ReadFile(filepath.Join(cp.Dir, m.Name, "token"))
 		if err != nil {
@@ -256,7 +266,7 @@ func (cp *ControlPlane) joinMembers(ctx context.Context) error {
 			return err
 		}
 	}
-	cp.progress("%d member cluster(s) joined and Ready (%s)", len(cp.Members), since(start))
+	cp.progress("%d member cluster(s) joined and Ready, %s (%s)", len(cp.Members), cp.syncModes(), since(start))
 	return nil
 }
 
@@ -264,4 +274,21 @@ func randomToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// syncModes says which members are Push and which Pull, for the progress line.
+func (cp *ControlPlane) syncModes() string {
+	var push, pull []string
+	for _, m := range cp.Members {
+		if m.Pull {
+			pull = append(pull, m.Name)
+		} else {
+			push = append(push, m.Name)
+		}
+	}
+	text := "Push: " + strings.Join(push, ",")
+	if len(pull) > 0 {
+		text += "; Pull: " + strings.Join(pull, ",")
+	}
+	return text
 }

@@ -77,6 +77,11 @@ func (p *process) stop(grace time.Duration) {
 // Pdeathsig makes the kernel kill the child if the harness process dies
 // without calling Stop (a test binary killed on timeout, say).
 func (cp *ControlPlane) startProcess(name, binary string, args ...string) (*process, error) {
+	return cp.startProcessEnv(name, binary, nil, args...)
+}
+
+// startProcessEnv is startProcess with variables added to the environment.
+func (cp *ControlPlane) startProcessEnv(name, binary string, env []string, args ...string) (*process, error) {
 	logPath := filepath.Join(cp.Dir, "logs", name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -86,7 +91,7 @@ func (cp *ControlPlane) startProcess(name, binary string, args ...string) (*proc
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Dir = cp.Dir
-	cmd.Env = append(os.Environ(), "HOME="+cp.Dir)
+	cmd.Env = append(append(os.Environ(), "HOME="+cp.Dir), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

@@ -20,11 +20,10 @@ import (
 
 func TestMain(m *testing.M) {
 	os.Exit(harness.RunTests(m, harness.Options{
-		Members:            3,
-		NodeCPU:            "100",
-		NodeMemory:         "1Ti",
-		NodePods:           "60",
-		SchedulerEstimator: true,
-		Progress:           os.Stderr,
+		Members:    3,
+		NodeCPU:    "100",
+		NodeMemory: "1Ti",
+		NodePods:   "60",
+		Progress:   os.Stderr,
 	}))
 }

@@ -27,12 +27,11 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	code := harness.RunTests(m, harness.Options{
-		Members:            3,
-		NodeCPU:            "100",
-		NodeMemory:         "1Ti",
-		NodePods:           "60",
-		SchedulerEstimator: true,
-		Progress:           os.Stderr,
+		Members:    3,
+		NodeCPU:    "100",
+		NodeMemory: "1Ti",
+		NodePods:   "60",
+		Progress:   os.Stderr,
 	})
 	removeBinary()
 	os.Exit(code)

@@ -2,12 +2,7 @@ package noestimator
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,35 +14,6 @@ import (
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
 )
 
-var (
-	karmadaDeschedulerOnce sync.Once
-	karmadaDescheduler     string
-	karmadaDeschedulerErr  error
-)
-
-// karmadaDeschedulerBinary builds the real karmada-descheduler from the
-// Karmada module pinned in test/controlplane (the control-plane build has
-// already compiled nearly all of it).
-func karmadaDeschedulerBinary(t *testing.T) string {
-	t.Helper()
-	karmadaDeschedulerOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		dir, err := os.MkdirTemp("", "karmada-descheduler-")
-		if err != nil {
-			karmadaDeschedulerErr = err
-			return
-		}
-		karmadaDescheduler = filepath.Join(dir, "karmada-descheduler")
-		build := exec.Command("go", "build", "-o", karmadaDescheduler, "github.com/karmada-io/karmada/cmd/descheduler")
-		build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "controlplane")
-		if out, err := build.CombinedOutput(); err != nil {
-			karmadaDeschedulerErr = fmt.Errorf("go build karmada-descheduler: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, karmadaDeschedulerErr)
-	return karmadaDescheduler
-}
-
 // TestDescheduleBesideKarmadaDescheduler runs the real karmada-descheduler
 // with its Lease in the test's namespace. The daemon refuses to start while
 // it leads; with --force it stands by on the same Lease, never passes while
@@ -58,10 +24,13 @@ func TestDescheduleBesideKarmadaDescheduler(t *testing.T) {
 	e := newEnv(t, "beside-karmada")
 	e.stuck("member3", 1, "web")
 	timings := []string{"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}
-	kd := e.startBinary("karmada-descheduler", karmadaDeschedulerBinary(t), append([]string{
-		"--kubeconfig", e.CP.Kubeconfig, "--leader-elect-resource-namespace", e.NS,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--descheduling-interval=1h",
+	// The release's karmada-descheduler, built with the control plane and
+	// started with its manifest's flags.
+	binary, kdArgs, err := e.CP.KarmadaDescheduler(append([]string{
+		"--leader-elect-resource-namespace=" + e.NS, "--descheduling-interval=1h",
 	}, timings...)...)
+	require.NoError(t, err)
+	kd := e.startBinary("karmada-descheduler", binary, kdArgs...)
 	var holder string
 	e.Eventually("karmada-descheduler leading", func() (bool, string) {
 		holder = e.holder(e.NS, deschedule.DefaultLeaseName)

@@ -25,11 +25,13 @@ import (
 
 func TestMain(m *testing.M) {
 	code := harness.RunTests(m, harness.Options{
-		Members:    3,
-		NodeCPU:    "100",
-		NodeMemory: "1Ti",
-		NodePods:   "60",
-		Progress:   os.Stderr,
+		Members: 3,
+		// The behaviour under test depends on it (docs/testing.md).
+		WithoutSchedulerEstimator: true,
+		NodeCPU:                   "100",
+		NodeMemory:                "1Ti",
+		NodePods:                  "60",
+		Progress:                  os.Stderr,
 	})
 	removeBinary()
 	os.Exit(code)

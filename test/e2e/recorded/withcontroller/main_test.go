@@ -14,5 +14,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunTests(m, harness.Options{Members: 2, Progress: os.Stderr}))
+	os.Exit(harness.RunTests(m, harness.Options{Progress: os.Stderr}))
 }
