@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -300,8 +302,8 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.DurationVar(&o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a pod must have been unschedulable to count.")
 	flags.DurationVar(&o.RetryBouncedAfter, "retry-bounced-after", o.RetryBouncedAfter,
 		"How long to leave a cluster alone after karmada-scheduler put replicas evicted from it straight back (it does so without karmada-scheduler-estimator), before evicting from it once more.")
-	flags.StringVar(&o.Estimator, "estimator", o.Estimator, `Where member pods are read: "proxy" (the Karmada cluster proxy, needs clusters/proxy) or "kubeconfig" (contexts named like the member clusters).`)
-	flags.StringVar(&o.MemberKubeconfig, "member-kubeconfig", o.MemberKubeconfig, "With --estimator=kubeconfig, the kubeconfig holding the member contexts; the Karmada kubeconfig when empty.")
+	flags.StringVar(&o.Estimator, "estimator", o.Estimator, `Where member pods are read: "proxy" (the Karmada cluster proxy, needs clusters/proxy; Pull-mode members through their kubeconfig context when there is one) or "kubeconfig" (contexts named like the member clusters).`)
+	flags.StringVar(&o.MemberKubeconfig, "member-kubeconfig", o.MemberKubeconfig, "The kubeconfig holding contexts named like the member clusters (the Karmada kubeconfig when empty): every member is read through them with --estimator=kubeconfig, and Pull-mode members, which the cluster proxy usually cannot reach, with --estimator=proxy too.")
 	flags.StringVar(&o.DryRunFlag, "dry-run", o.DryRunFlag, `Must be "none", "server", or "client". With client, bindings are only read; with server, updates are sent with dryRun=All and nothing is persisted. No events are recorded in a dry run.`)
 	flags.Lookup("dry-run").NoOptDefVal = string(deschedule.DryRunClient)
 	flags.Int32Var(&o.MaxReplicasPerPass, "max-replicas-per-pass", o.MaxReplicasPerPass, "Move at most this many replicas in one pass; 0 is no limit.")
@@ -517,8 +519,6 @@ func (o *DescheduleOptions) Validate() error {
 		return errors.New("--force needs --interval: only the daemon checks for a running karmada-descheduler")
 	case o.Estimator != estimatorProxy && o.Estimator != estimatorKubeconfig:
 		return fmt.Errorf("invalid --estimator %q: use proxy or kubeconfig", o.Estimator)
-	case o.MemberKubeconfig != "" && o.Estimator != estimatorKubeconfig:
-		return errors.New("--member-kubeconfig is only read with --estimator=kubeconfig")
 	case o.MaxReplicasPerPass < 0 || o.MaxReplicasPerCluster < 0:
 		return fmt.Errorf("--max-replicas-per-pass and --max-replicas-per-cluster must be 0 (no limit) or positive, got %d and %d",
 			o.MaxReplicasPerPass, o.MaxReplicasPerCluster)
@@ -673,26 +673,48 @@ func (o *DescheduleOptions) descheduler(events deschedule.EventWriter) (*desched
 
 // podSource reads member clusters through the Karmada proxy or kubeconfig contexts.
 func (o *DescheduleOptions) podSource() (deschedule.PodSource, error) {
-	if o.Estimator == estimatorProxy {
-		return deschedule.NewProxyPodSource(o.restConfig), nil
+	raw, err := o.memberContexts()
+	if err != nil && (o.Estimator != estimatorProxy || o.MemberKubeconfig != "") {
+		return nil, err
 	}
+	configure := func(c *rest.Config) { *c = *o.clientConfig(c) }
+	if o.Estimator == estimatorProxy {
+		karmada, err := karmadaclient.NewForConfig(o.restConfig)
+		if err != nil {
+			return nil, err
+		}
+		isPull := func(cluster string) (bool, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := karmada.ClusterV1alpha1().Clusters().Get(ctx, cluster, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return c.Spec.SyncMode == clusterv1alpha1.Pull, nil
+		}
+		return deschedule.NewPullAwareProxyPodSource(o.restConfig, isPull, raw, configure), nil
+	}
+	return deschedule.NewKubeconfigPodSource(raw, nil, configure), nil
+}
+
+// memberContexts is the kubeconfig holding the member clusters' contexts:
+// --member-kubeconfig, or the Karmada kubeconfig.
+func (o *DescheduleOptions) memberContexts() (clientcmdapi.Config, error) {
 	var raw clientcmdapi.Config
 	if o.MemberKubeconfig != "" {
 		loaded, err := clientcmd.LoadFromFile(o.MemberKubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read --member-kubeconfig %s: %w", o.MemberKubeconfig, err)
+			return raw, fmt.Errorf("cannot read --member-kubeconfig %s: %w", o.MemberKubeconfig, err)
 		}
 		raw = *loaded
 	} else {
 		loaded, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
 		if err != nil {
-			return nil, fmt.Errorf("cannot read the kubeconfig for member contexts, pass --member-kubeconfig: %w", err)
+			return raw, fmt.Errorf("cannot read the kubeconfig for member contexts, pass --member-kubeconfig: %w", err)
 		}
 		raw = loaded
 	}
-	return deschedule.NewKubeconfigPodSource(raw, nil, func(c *rest.Config) {
-		*c = *o.clientConfig(c)
-	}), nil
+	return raw, nil
 }
 
 // runOnce runs a single pass and prints it.

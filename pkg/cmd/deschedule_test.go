@@ -74,7 +74,7 @@ func TestDescheduleRejectsBadInput(t *testing.T) {
 		{name: "leader election without interval", args: []string{"--leader-elect"}, want: "--leader-elect needs --interval: a single pass does not take a lease"},
 		{name: "metrics without interval", args: []string{"--metrics-bind-address=:8080"}, want: "--metrics-bind-address needs --interval"},
 		{name: "estimator", args: []string{"--estimator=grpc"}, want: `invalid --estimator "grpc": use proxy or kubeconfig`},
-		{name: "member kubeconfig with proxy", args: []string{"--member-kubeconfig=x"}, want: "--member-kubeconfig is only read with --estimator=kubeconfig"},
+		{name: "member kubeconfig missing", args: []string{"--member-kubeconfig=x"}, want: "cannot read --member-kubeconfig x: open x: no such file or directory"},
 		{name: "limits", args: []string{"--max-replicas-per-pass=-2"}, want: "must be 0 (no limit) or positive, got -2 and 0"},
 		{name: "qps", args: []string{"--qps=0"}, want: "--qps and --burst must be greater than zero"},
 		{name: "lease timings", args: []string{"--interval=1m", "--leader-elect", "--leader-elect-renew-deadline=20s"}, want: "--leader-elect-lease-duration (15s) > --leader-elect-renew-deadline (20s)"},

@@ -152,6 +152,38 @@ func NewProxyPodSource(karmada *rest.Config) *ClientPodSource {
 	return s
 }
 
+// NewPullAwareProxyPodSource is NewProxyPodSource for a control plane with
+// Pull-mode members. The Karmada control plane usually cannot reach a Pull
+// member's apiserver (karmada-agent connects out from the member; the
+// cluster proxy needs apiserver-network-proxy), so a member for which isPull
+// says true is read through the context named like it in members, as
+// local-up-karmada's members.config has one per member, when there is such a
+// context; every other member, and a Pull member without a context, through
+// the proxy. configure adjusts the rest config of a context, as in
+// NewKubeconfigPodSource.
+func NewPullAwareProxyPodSource(karmada *rest.Config, isPull func(cluster string) (bool, error),
+	members clientcmdapi.Config, configure func(*rest.Config)) *ClientPodSource {
+	s := NewProxyPodSource(karmada)
+	s.clientFor = func(cluster string) (*MemberClients, error) {
+		cfg := ClusterProxyConfig(karmada, cluster)
+		pull, err := isPull(cluster)
+		if err != nil {
+			return nil, fmt.Errorf("cannot tell whether member cluster %s is in Pull mode: %w", cluster, err)
+		}
+		if _, ok := members.Contexts[cluster]; pull && ok {
+			if cfg, err = clientcmd.NewNonInteractiveClientConfig(members, cluster, &clientcmd.ConfigOverrides{}, nil).ClientConfig(); err != nil {
+				return nil, fmt.Errorf("kubeconfig context %q for Pull member cluster %s is unusable, fix it in the kubeconfig: %w", cluster, cluster, err)
+			}
+			if configure != nil {
+				configure(cfg)
+			}
+		}
+		cfg.Wrap(s.clock(cluster).Wrap)
+		return NewMemberClients(cfg)
+	}
+	return s
+}
+
 // NewKubeconfigPodSource returns a PodSource that reaches each member cluster
 // through a context of the kubeconfig raw. contextFor maps a cluster name to
 // a context name (nil uses the cluster name itself); configure, when not nil,

@@ -126,3 +126,42 @@ func TestProxyHint(t *testing.T) {
 	assert.Contains(t, proxyHint(fmt.Errorf("wrapped: %w", memberSide)), "the member cluster refused the identity Karmada forwards")
 	assert.Contains(t, proxyHint(errors.New("connection refused")), "check that the cluster is Ready in Karmada")
 }
+
+// TestPullAwareProxyPodSource: a Pull member with a context of its name is
+// read through that context, any other member (and a Pull member without a
+// context) through the cluster proxy.
+func TestPullAwareProxyPodSource(t *testing.T) {
+	raw := clientcmdapi.Config{
+		Clusters:  map[string]*clientcmdapi.Cluster{"m3": {Server: "https://member3.example:6443"}, "m1": {Server: "https://member1.example:6443"}},
+		AuthInfos: map[string]*clientcmdapi.AuthInfo{"admin": {Token: "t"}},
+		Contexts: map[string]*clientcmdapi.Context{
+			"member3": {Cluster: "m3", AuthInfo: "admin"},
+			"member1": {Cluster: "m1", AuthInfo: "admin"},
+		},
+	}
+	pull := map[string]bool{"member3": true, "member4": true}
+	karmada := &rest.Config{Host: "https://karmada.example:5443"}
+	tests := []struct{ cluster, wantHost string }{
+		{cluster: "member1", wantHost: "https://karmada.example:5443/apis/cluster.karmada.io/v1alpha1/clusters/member1/proxy"},
+		{cluster: "member3", wantHost: "https://member3.example:6443"},
+		{cluster: "member4", wantHost: "https://karmada.example:5443/apis/cluster.karmada.io/v1alpha1/clusters/member4/proxy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cluster, func(t *testing.T) {
+			var configured []string
+			src := NewPullAwareProxyPodSource(karmada, func(c string) (bool, error) { return pull[c], nil }, raw,
+				func(cfg *rest.Config) { configured = append(configured, cfg.Host) })
+			c, err := src.client(tt.cluster)
+			require.NoError(t, err)
+			req := c.Kube.CoreV1().RESTClient().Get().Resource("pods")
+			assert.Equal(t, tt.wantHost+"/api/v1/pods", req.URL().String())
+			if tt.wantHost == "https://member3.example:6443" {
+				assert.Equal(t, []string{tt.wantHost}, configured, "a context's config goes through configure")
+			}
+		})
+	}
+
+	src := NewPullAwareProxyPodSource(karmada, func(string) (bool, error) { return false, errors.New("forbidden") }, raw, nil)
+	_, err := src.client("member3")
+	assert.ErrorContains(t, err, "cannot tell whether member cluster member3 is in Pull mode: forbidden")
+}
