@@ -166,11 +166,11 @@ func NewPullAwareProxyPodSource(karmada *rest.Config, isPull func(cluster string
 	s := NewProxyPodSource(karmada)
 	s.clientFor = func(cluster string) (*MemberClients, error) {
 		cfg := ClusterProxyConfig(karmada, cluster)
-		pull, err := isPull(cluster)
+		pull, err := pullWithContext(cluster, members, isPull)
 		if err != nil {
-			return nil, fmt.Errorf("cannot tell whether member cluster %s is in Pull mode: %w", cluster, err)
+			return nil, err
 		}
-		if _, ok := members.Contexts[cluster]; pull && ok {
+		if pull {
 			if cfg, err = clientcmd.NewNonInteractiveClientConfig(members, cluster, &clientcmd.ConfigOverrides{}, nil).ClientConfig(); err != nil {
 				return nil, fmt.Errorf("kubeconfig context %q for Pull member cluster %s is unusable, fix it in the kubeconfig: %w", cluster, cluster, err)
 			}
@@ -182,6 +182,25 @@ func NewPullAwareProxyPodSource(karmada *rest.Config, isPull func(cluster string
 		return NewMemberClients(cfg)
 	}
 	return s
+}
+
+// pullWithContext reports whether cluster is a Pull member that members has
+// a context for. The Cluster is read only when there is such a context, so
+// that a kubeconfig without member contexts costs no request; an identity
+// that may not read Clusters (the least-privilege role does not need to)
+// reads every member through the proxy, as before Pull members were known.
+func pullWithContext(cluster string, members clientcmdapi.Config, isPull func(cluster string) (bool, error)) (bool, error) {
+	if _, ok := members.Contexts[cluster]; !ok {
+		return false, nil
+	}
+	pull, err := isPull(cluster)
+	switch {
+	case apierrors.IsForbidden(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("cannot tell whether member cluster %s is in Pull mode: %w", cluster, err)
+	}
+	return pull, nil
 }
 
 // NewKubeconfigPodSource returns a PodSource that reaches each member cluster

@@ -161,7 +161,20 @@ func TestPullAwareProxyPodSource(t *testing.T) {
 		})
 	}
 
-	src := NewPullAwareProxyPodSource(karmada, func(string) (bool, error) { return false, errors.New("forbidden") }, raw, nil)
+	src := NewPullAwareProxyPodSource(karmada, func(string) (bool, error) { return false, errors.New("connection refused") }, raw, nil)
 	_, err := src.client("member3")
-	assert.ErrorContains(t, err, "cannot tell whether member cluster member3 is in Pull mode: forbidden")
+	assert.ErrorContains(t, err, "cannot tell whether member cluster member3 is in Pull mode: connection refused")
+
+	// No context, no question; a refusal to read Clusters means the proxy.
+	asked := false
+	src = NewPullAwareProxyPodSource(karmada, func(string) (bool, error) { asked = true; return true, nil }, raw, nil)
+	c, err := src.client("member9")
+	require.NoError(t, err)
+	assert.False(t, asked, "a member without a context is not looked up")
+	assert.Contains(t, c.Kube.CoreV1().RESTClient().Get().URL().String(), "/clusters/member9/proxy")
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "cluster.karmada.io", Resource: "clusters"}, "member3", errors.New("no"))
+	src = NewPullAwareProxyPodSource(karmada, func(string) (bool, error) { return false, forbidden }, raw, nil)
+	c, err = src.client("member3")
+	require.NoError(t, err)
+	assert.Contains(t, c.Kube.CoreV1().RESTClient().Get().URL().String(), "/clusters/member3/proxy")
 }

@@ -109,27 +109,35 @@ func (e *env) settledBinding(binding string) map[string]int32 {
 	return placement
 }
 
-// strandInMember1 is the seed example's set-up for a workload of three
-// replicas divided over the members: it waits for them to run, cordons every
-// node of member1 and deletes the pods there, then waits until the
-// controller's replacements are unschedulable, the binding's ready count for
-// member1 is unknown, and the pass's one-second threshold has passed. It
-// returns how many replicas are stranded in member1.
-func (e *env) strandInMember1(binding, name string, waitPods func(member, name string, want podCounts)) int {
+// strandIn is the seed example's set-up for a workload of three replicas
+// divided over the members: it waits for them to run, cordons every node of
+// member and deletes the pods there, then waits until the controller's
+// replacements are unschedulable, the binding's ready count for member is
+// unknown, and the pass's one-second threshold has passed. It returns the
+// placement it started from and how many replicas are stranded in member.
+func (e *env) strandIn(member, binding, name string, waitPods func(member, name string, want podCounts)) (map[string]int32, int) {
 	e.T.Helper()
 	before := e.settledBinding(binding)
 	e.T.Logf("%s placed %v", name, before)
-	require.GreaterOrEqual(e.T, before["member1"], int32(1), "the example starts with a replica in member1")
-	for member, n := range before {
-		waitPods(member, name, podCounts{Ready: int(n), Total: int(n)})
+	require.GreaterOrEqual(e.T, before[member], int32(1), "the example starts with a replica in %s", member)
+	for m, n := range before {
+		waitPods(m, name, podCounts{Ready: int(n), Total: int(n)})
 	}
 
-	e.cordonAll("member1")
-	e.deletePods("member1", name)
-	want := int(before["member1"])
-	waitPods("member1", name, podCounts{Unschedulable: want, Total: want})
-	e.bindingReadyUnknown(binding, "member1")
+	e.cordonAll(member)
+	e.deletePods(member, name)
+	want := int(before[member])
+	waitPods(member, name, podCounts{Unschedulable: want, Total: want})
+	e.bindingReadyUnknown(binding, member)
 	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
+	return before, want
+}
+
+// strandInMember1 is strandIn for member1, where the seed example strands
+// its replica; it returns how many replicas are stranded.
+func (e *env) strandInMember1(binding, name string, waitPods func(member, name string, want podCounts)) int {
+	e.T.Helper()
+	_, want := e.strandIn("member1", binding, name, waitPods)
 	return want
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,18 +30,7 @@ func TestDeschedulePullMember(t *testing.T) {
 	fixtures.TestNamespace(e.Ctx, t, e.C, e.NS)
 	e.createSeedExample()
 
-	before := e.settledPlacement("nginx")
-	t.Logf("nginx placed %v", before)
-	require.GreaterOrEqual(t, before["member3"], int32(1), "the example starts with a replica in member3")
-	for member, n := range before {
-		e.WaitPods(member, "nginx", podCounts{Ready: int(n), Total: int(n)})
-	}
-	e.cordonAll("member3")
-	e.deletePods("member3", "nginx")
-	want := int(before["member3"])
-	e.WaitPods("member3", "nginx", podCounts{Unschedulable: want, Total: want})
-	e.bindingReadyUnknown("nginx-deployment", "member3")
-	time.Sleep(2 * time.Second)
+	before, want := e.strandIn("member3", "nginx-deployment", "nginx", e.WaitPods)
 
 	// Member contexts without member3: the proxy cannot read it.
 	raw, err := clientcmd.LoadFromFile(cp.Kubeconfig)

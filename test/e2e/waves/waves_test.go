@@ -51,9 +51,10 @@ func TestWavesNeverMoreThanMaxInFlight(t *testing.T) {
 	assert.LessOrEqual(t, beforeFirstDone, 2, "the third trigger waited for a workload to be done")
 }
 
-// TestWavesReadinessGate rebalances a workload whose pods cannot start in
-// any member (no node matches its nodeSelector) before one that can, one at
-// a time: the first is rescheduled but never ready, so it fails at its
+// TestWavesReadinessGate rebalances a workload whose pods never get ready in
+// any member (an image that cannot be pulled, as far as Karmada and its
+// estimators can tell: the pods are placed and stay Pending) before one
+// that can, one at a time: the first is rescheduled but never ready, so it fails at its
 // progress deadline (DeadlineExceeded, NotReady) and only then does the
 // second start. With --wait-ready=false, rescheduled is enough.
 func TestWavesReadinessGate(t *testing.T) {
@@ -62,7 +63,10 @@ func TestWavesReadinessGate(t *testing.T) {
 	const ns = "waves-ready"
 	fixtures.TestNamespace(ctx, t, c, ns)
 	gated := fixtures.Deployment(ns, "gated", 2)
-	gated.Spec.Template.Spec.NodeSelector = map[string]string{"rebalance.test/no-such-node": "true"}
+	// Not a nodeSelector that matches no node: the members' estimators
+	// would tell karmada-scheduler there is no room, and it would not
+	// schedule the workload at all.
+	gated.Spec.Template.Annotations = map[string]string{harness.NeverReadyAnnotation: "true"}
 	_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, gated, metav1.CreateOptions{})
 	require.NoError(t, err)
 	rt.Deployments(ctx, t, c, ns, "open")
