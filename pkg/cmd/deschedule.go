@@ -545,6 +545,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	o.guard.runs(ctx)
 	klog.SetSlogLogger(o.logger)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 

@@ -109,6 +109,9 @@ type PlanOptions struct {
 func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	targets := NewRebalanceOptions(streams)
 	targets.ConfigFlags = root.ConfigFlags
+	// The clients built from root's flags report to root's guard, so
+	// plan's Ctrl-C, --timeout and messages must use that one.
+	targets.guard = root.guard
 	targets.PrintFlags = genericclioptions.NewPrintFlags("")
 	o := &PlanOptions{targets: targets, Estimator: string(predict.EstimatorAuto), IOStreams: streams}
 
@@ -223,6 +226,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	t := o.targets
+	t.guard.runs(ctx)
 	t.quietenClientLogs()
 	// --timeout bounds the whole run, from the first request on.
 	t.deadline = time.Now().Add(t.Timeout)
