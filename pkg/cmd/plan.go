@@ -226,7 +226,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	t := o.targets
-	t.guard.runs(ctx)
+	ctx = t.guard.runs(ctx)
 	t.quietenClientLogs()
 	// --timeout bounds the whole run, from the first request on.
 	t.deadline = time.Now().Add(t.Timeout)

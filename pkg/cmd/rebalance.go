@@ -382,7 +382,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		defer stop()
 		o.quietenClientLogs()
 	}
-	o.guard.runs(ctx)
+	ctx = o.guard.runs(ctx)
 	// --timeout bounds the whole run, from the first request on.
 	o.deadline = time.Now().Add(o.Timeout)
 

@@ -17,14 +17,17 @@ import (
 )
 
 // requestGuard sits in the transport of every client a command builds. It
-// ties every request to the command's run, so that Ctrl-C ends it wherever
-// it is (dialing, in the TLS handshake, waiting for headers, reading the
-// body), whatever context, or none, its caller gave it: client-go's
-// discovery and the resource builder's reads carry only a timeout of their
-// own (32s for discovery). It also ties the requests of the start-up to the
-// context it is bound to, so that --timeout ends them, and it remembers the
-// last request that went wrong, so that an error can name what was asked
-// and of whom.
+// ties the requests whose context the command did not make - client-go's
+// discovery, the resource builder's reads, which carry only a timeout of
+// their own (32s for discovery) - to the command's run, so that Ctrl-C ends
+// them wherever they are (dialing, in the TLS handshake, waiting for
+// headers, reading the body). A request made with a context derived from
+// the run keeps to that context: it ends with the run, or, when it was
+// detached on purpose (a write let finish after Ctrl-C, the election's
+// renewals), within its own deadline. It also ties the requests of the
+// start-up to the context it is bound to, so that --timeout ends them, and
+// it remembers the last request that went wrong, so that an error can name
+// what was asked and of whom.
 type requestGuard struct {
 	mu sync.Mutex
 	// run ends when the command is interrupted; nil until runs is called.
@@ -34,12 +37,20 @@ type requestGuard struct {
 	seen  *failedRequest
 }
 
-// runs ties every request made from now on to ctx, the command's whole
-// run: when ctx ends (Ctrl-C, SIGTERM), they end at once.
-func (g *requestGuard) runs(ctx context.Context) {
+// runKey marks the contexts derived from a run's context, detached ones
+// included: their values are their parent's.
+type runKey struct{}
+
+// runs makes ctx, the command's whole run, end the requests made from now
+// on with a context that does not derive from it: when ctx ends (Ctrl-C,
+// SIGTERM), they end at once. The command makes its own requests with the
+// context it returns.
+func (g *requestGuard) runs(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, runKey{}, g)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.run = ctx
+	return ctx
 }
 
 // outlivesStartupKey marks the context of a read that the start-up starts
@@ -98,6 +109,17 @@ func (g *requestGuard) wrapConfig(config *rest.Config) *rest.Config {
 	return config
 }
 
+// wrapConfigOutlivingRun adds the guard to the transport of a client whose
+// requests are made after the run has ended, on purpose, each within a
+// bound of its own: a daemon's Lease release and its last events. The
+// guard still notes what went wrong; the run's end does not cut them.
+func (g *requestGuard) wrapConfigOutlivingRun(config *rest.Config) *rest.Config {
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &guardedTransport{guard: g, next: rt, outlivesRun: true}
+	})
+	return config
+}
+
 func (g *requestGuard) observe(req *http.Request, resp *http.Response, err error) {
 	failed := &failedRequest{Method: req.Method, Path: req.URL.Path}
 	if req.URL.Query().Get("watch") == "true" {
@@ -136,11 +158,16 @@ func isAPIMediaType(media string) bool {
 type guardedTransport struct {
 	guard *requestGuard
 	next  http.RoundTripper
+	// outlivesRun leaves the requests to the run's end alone.
+	outlivesRun bool
 }
 
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.guard.mu.Lock()
-	ends := []context.Context{t.guard.run}
+	var ends []context.Context
+	if !t.outlivesRun && req.Context().Value(runKey{}) != t.guard {
+		ends = append(ends, t.guard.run)
+	}
 	if req.Context().Value(outlivesStartupKey{}) == nil {
 		ends = append(ends, t.guard.bound)
 	}
