@@ -239,8 +239,12 @@ type DescheduleOptions struct {
 	OutputFormat   string
 	printer        printers.ResourcePrinter
 	restConfig     *rest.Config
-	logger         *slog.Logger
-	guard          *requestGuard
+	// outlivingConfig is restConfig for the requests a daemon makes on its
+	// way out (the Lease's release, its last events), each bounded by its
+	// own timeout rather than cut by the signal.
+	outlivingConfig *rest.Config
+	logger          *slog.Logger
+	guard           *requestGuard
 
 	genericiooptions.IOStreams
 }
@@ -426,11 +430,12 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 	}
 
-	o.restConfig, err = o.ConfigFlags.ToRESTConfig()
+	raw, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return fmt.Errorf("cannot build a client for the Karmada apiserver from the kubeconfig, check --kubeconfig and --karmada-context: %w", err)
 	}
-	o.restConfig = o.clientConfig(o.restConfig)
+	o.restConfig = o.clientConfig(raw)
+	o.outlivingConfig = o.guard.wrapConfigOutlivingRun(o.clientSettings(raw))
 
 	// Custom kinds are found through the Karmada apiserver's discovery,
 	// read only when a kind is not built in.
@@ -470,8 +475,15 @@ func inheritConfigFlags(flags *pflag.FlagSet) *genericclioptions.ConfigFlags {
 	return cf
 }
 
-// clientConfig applies the rate limits and the user agent to a copy of config.
+// clientConfig applies the rate limits, the user agent and the request
+// guard to a copy of config.
 func (o *DescheduleOptions) clientConfig(config *rest.Config) *rest.Config {
+	return o.guard.wrapConfig(o.clientSettings(config))
+}
+
+// clientSettings applies the rate limits, the user agent and the request
+// timeout to a copy of config.
+func (o *DescheduleOptions) clientSettings(config *rest.Config) *rest.Config {
 	c := rest.CopyConfig(config)
 	c.QPS, c.Burst = o.QPS, o.Burst
 	c.UserAgent = deschedule.EventComponent + "/" + version.Get().Version
@@ -479,7 +491,7 @@ func (o *DescheduleOptions) clientConfig(config *rest.Config) *rest.Config {
 		// A hanging server must not stall a pass, or a daemon, for ever.
 		c.Timeout = defaultDescheduleRequestTimeout
 	}
-	return o.guard.wrapConfig(c)
+	return c
 }
 
 // newLogger builds the structured logger of the daemon, which also receives
@@ -545,6 +557,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	ctx = o.guard.runs(ctx)
 	klog.SetSlogLogger(o.logger)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 
@@ -572,7 +585,11 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	// components do: repeated events are aggregated and counted, floods are
 	// rate-limited per object, and writes happen in the background. On the
 	// way out it waits a while for the events of its last pass.
-	events := daemon.NewEventRecorder(kube, deschedule.EventComponent, host)
+	eventsKube, err := kubernetes.NewForConfig(o.outlivingConfig)
+	if err != nil {
+		return withExitCode(ExitError, fmt.Errorf("cannot build a Kubernetes client for the Karmada apiserver: %w", err))
+	}
+	events := daemon.NewEventRecorder(eventsKube, deschedule.EventComponent, host)
 	defer func() {
 		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
 		defer cancel()
@@ -591,7 +608,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	// The client notes the server's clock, to tell whether a Lease another
 	// program holds is still fresh.
 	clock := rebalance.NewServerClock()
-	leaseConfig := rest.CopyConfig(o.restConfig)
+	leaseConfig := rest.CopyConfig(o.outlivingConfig)
 	leaseConfig.UserAgent += " leader-election"
 	leaseConfig.Wrap(clock.Wrap)
 	leases, err := kubernetes.NewForConfig(leaseConfig)

@@ -218,6 +218,10 @@ func (o *RebalanceOptions) inputError(err error) error {
 		kind := strings.TrimPrefix(msg, "the server doesn't have a resource type ")
 		return fmt.Errorf("unknown resource type %s: the API server behind context %q does not serve it; run 'kubectl api-resources --context %s' to list the types it serves",
 			kind, o.contextName(), o.contextName())
+	case strings.HasPrefix(msg, "error reading [") && strings.Contains(msg, "recognized file extensions are"):
+		// A directory without a manifest cli-runtime would read.
+		dir, _, _ := strings.Cut(strings.TrimPrefix(msg, "error reading ["), "]")
+		return fmt.Errorf("cannot read -f %s: it holds no .json, .yaml or .yml file; give a manifest, or a directory of them (-R reads its subdirectories too)", dir)
 	case strings.HasPrefix(msg, "error parsing "):
 		return fmt.Errorf("cannot parse %s; fix the file and run the command again", strings.TrimPrefix(msg, "error parsing "))
 	case strings.HasPrefix(msg, "unable to decode ") && strings.Contains(msg, "Object 'Kind' is missing"):

@@ -182,6 +182,7 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	ctx = o.guard.runs(ctx)
 	reqCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
 	defer cancel()
 	if o.Name != "" {

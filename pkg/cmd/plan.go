@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -109,6 +110,9 @@ type PlanOptions struct {
 func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	targets := NewRebalanceOptions(streams)
 	targets.ConfigFlags = root.ConfigFlags
+	// The clients built from root's flags report to root's guard, so
+	// plan's Ctrl-C, --timeout and messages must use that one.
+	targets.guard = root.guard
 	targets.PrintFlags = genericclioptions.NewPrintFlags("")
 	o := &PlanOptions{targets: targets, Estimator: string(predict.EstimatorAuto), IOStreams: streams}
 
@@ -223,6 +227,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	t := o.targets
+	ctx = t.guard.runs(ctx)
 	t.quietenClientLogs()
 	// --timeout bounds the whole run, from the first request on.
 	t.deadline = time.Now().Add(t.Timeout)
@@ -243,6 +248,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		t.printNothingFound()
 		return nil
 	}
+	runCtx := ctx
 	ctx, cancel := context.WithDeadline(ctx, t.deadline)
 	defer cancel()
 	if o.Options.OvercommitProtection && !t.hasOvercommitGate() {
@@ -253,7 +259,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	}
 	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
 	if err != nil {
-		return err
+		return t.predictError(runCtx, ctx, err)
 	}
 	selected := predict.Select(predictions, o.Selection)
 	if err := o.print(selected); err != nil {
@@ -263,6 +269,23 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 		warnOvercommits(t.ErrOut, predict.Overcommits(clusters, selected), t.hasOvercommitGate())
 	}
 	return nil
+}
+
+// predictError turns an error of predict's reads into the interruption or
+// the timeout that caused it, when one did: plan writes nothing, and the
+// user hears why nothing was predicted (exit 3, as before the workloads
+// were read).
+func (o *RebalanceOptions) predictError(runCtx, ctx context.Context, err error) error {
+	switch {
+	case runCtx.Err() != nil:
+		return withExitCode(ExitPending, errors.New("interrupted before the bindings and clusters were read; nothing was predicted, and plan writes nothing"))
+	case ctx.Err() != nil, !time.Now().Before(o.deadline):
+		// The read ahead has a deadline of its own at the same time, which
+		// may pass a moment before ctx's.
+		return withExitCode(ExitPending, fmt.Errorf("--timeout %s ran out before the bindings and clusters were read: the API server at %s (context %q) did not answer %s in time; run plan again with a longer --timeout",
+			o.Timeout, o.serverURL(), o.contextName(), describeRequest(o.guard.lastFailed())))
+	}
+	return err
 }
 
 // hasOvercommitGate reports whether karmada-scheduler's release may have the

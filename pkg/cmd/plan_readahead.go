@@ -50,7 +50,8 @@ func (o *RebalanceOptions) startReadAhead(ctx context.Context, mapper meta.RESTM
 	if o.AllNamespaces {
 		scope.Namespaces = []string{metav1.NamespaceAll}
 	}
-	ctx, cancel := context.WithDeadline(ctx, o.deadline)
+	// The read goes on after the start-up that starts it.
+	ctx, cancel := context.WithDeadline(outlivingStartup(ctx), o.deadline)
 	r := &readAhead{scope: scope, done: make(chan struct{}), cancel: cancel}
 	go func() { _, _ = o.karmadaRelease() }()
 	go func() {

@@ -181,6 +181,9 @@ type RebalanceOptions struct {
 	ahead *readAhead
 	// deadline is when --timeout runs out, counted from the start of Run.
 	deadline time.Time
+	// stdin is what -f - read from standard input, once, before the
+	// API server was asked anything.
+	stdin []byte
 
 	// The Karmada release, detected once when a behaviour depends on it.
 	releaseOnce sync.Once
@@ -379,6 +382,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		defer stop()
 		o.quietenClientLogs()
 	}
+	ctx = o.guard.runs(ctx)
 	// --timeout bounds the whole run, from the first request on.
 	o.deadline = time.Now().Add(o.Timeout)
 

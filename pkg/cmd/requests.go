@@ -17,15 +17,50 @@ import (
 )
 
 // requestGuard sits in the transport of every client a command builds. It
-// ties the requests made without a context of their own (discovery, the
-// resource builder's reads) to the context it is bound to, so that Ctrl-C and
-// --timeout end them, and it remembers the last request that went wrong, so
-// that an error can name what was asked and of whom.
+// ties the requests whose context the command did not make - client-go's
+// discovery, the resource builder's reads, which carry only a timeout of
+// their own (32s for discovery) - to the command's run, so that Ctrl-C ends
+// them wherever they are (dialing, in the TLS handshake, waiting for
+// headers, reading the body). A request made with a context derived from
+// the run keeps to that context: it ends with the run, or, when it was
+// detached on purpose (a write let finish after Ctrl-C, the election's
+// renewals), within its own deadline. It also ties the requests of the
+// start-up to the context it is bound to, so that --timeout ends them, and
+// it remembers the last request that went wrong, so that an error can name
+// what was asked and of whom.
 type requestGuard struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// run ends when the command is interrupted; nil until runs is called.
+	run   context.Context
 	bound context.Context
 	last  *failedRequest
 	seen  *failedRequest
+}
+
+// runKey marks the contexts derived from a run's context, detached ones
+// included: their values are their parent's.
+type runKey struct{}
+
+// runs makes ctx, the command's whole run, end the requests made from now
+// on with a context that does not derive from it: when ctx ends (Ctrl-C,
+// SIGTERM), they end at once. The command makes its own requests with the
+// context it returns.
+func (g *requestGuard) runs(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, runKey{}, g)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.run = ctx
+	return ctx
+}
+
+// outlivesStartupKey marks the context of a read that the start-up starts
+// and that goes on after it (plan's read-ahead).
+type outlivesStartupKey struct{}
+
+// outlivingStartup returns ctx marked so that the end of the start-up does
+// not end the requests made with it; Ctrl-C and ctx itself still do.
+func outlivingStartup(ctx context.Context) context.Context {
+	return context.WithValue(ctx, outlivesStartupKey{}, true)
 }
 
 // failedRequest is a request that got an error, an HTTP error code or an
@@ -74,6 +109,17 @@ func (g *requestGuard) wrapConfig(config *rest.Config) *rest.Config {
 	return config
 }
 
+// wrapConfigOutlivingRun adds the guard to the transport of a client whose
+// requests are made after the run has ended, on purpose, each within a
+// bound of its own: a daemon's Lease release and its last events. The
+// guard still notes what went wrong; the run's end does not cut them.
+func (g *requestGuard) wrapConfigOutlivingRun(config *rest.Config) *rest.Config {
+	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &guardedTransport{guard: g, next: rt, outlivesRun: true}
+	})
+	return config
+}
+
 func (g *requestGuard) observe(req *http.Request, resp *http.Response, err error) {
 	failed := &failedRequest{Method: req.Method, Path: req.URL.Path}
 	if req.URL.Query().Get("watch") == "true" {
@@ -112,21 +158,21 @@ func isAPIMediaType(media string) bool {
 type guardedTransport struct {
 	guard *requestGuard
 	next  http.RoundTripper
+	// outlivesRun leaves the requests to the run's end alone.
+	outlivesRun bool
 }
 
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.guard.mu.Lock()
-	bound := t.guard.bound
-	t.guard.mu.Unlock()
-	release := func() {}
-	// A request with a context of its own (one that can end) answers to
-	// it: a read started during the start-up may outlive it.
-	if bound != nil && req.Context().Done() == nil {
-		ctx, cancel := context.WithCancel(req.Context())
-		stop := context.AfterFunc(bound, cancel)
-		release = func() { stop(); cancel() }
-		req = req.WithContext(ctx)
+	var ends []context.Context
+	if !t.outlivesRun && req.Context().Value(runKey{}) != t.guard {
+		ends = append(ends, t.guard.run)
 	}
+	if req.Context().Value(outlivesStartupKey{}) == nil {
+		ends = append(ends, t.guard.bound)
+	}
+	t.guard.mu.Unlock()
+	req, release := endWith(req, ends)
 	resp, err := t.next.RoundTrip(req)
 	t.guard.observe(req, resp, err)
 	if err != nil {
@@ -136,6 +182,31 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	// The request's context must live until its body has been read.
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
+}
+
+// endWith gives req a context that ends when any of ends (nil ones left
+// out) ends, as well as when its own does. The transport then cancels the
+// dial, the TLS handshake, the wait for an answer and the read of its body.
+// release frees what watches ends, once the body is closed.
+func endWith(req *http.Request, ends []context.Context) (*http.Request, func()) {
+	var stops []func() bool
+	ctx, cancel := context.WithCancelCause(req.Context())
+	for _, end := range ends {
+		if end == nil {
+			continue
+		}
+		stops = append(stops, context.AfterFunc(end, func() { cancel(context.Cause(end)) }))
+	}
+	if len(stops) == 0 {
+		cancel(nil)
+		return req, func() {}
+	}
+	return req.WithContext(ctx), func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(nil)
+	}
 }
 
 // WrappedRoundTripper lets client-go's transport helpers see what is underneath.

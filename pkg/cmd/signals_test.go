@@ -35,7 +35,7 @@ func TestHelperProcess(t *testing.T) {
 
 // TestCtrlC sends a real SIGINT to the command while the server hangs, at
 // several moments, and checks the exit code and what the command says was
-// and was not written. How long it took is logged, not asserted.
+// and was not written, and that it ended within a bound.
 func TestCtrlC(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -79,7 +79,20 @@ func TestCtrlC(t *testing.T) {
 			}), "the command never asked for %s", tt.hangOn)
 			sent := time.Now()
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-			err := cmd.Wait()
+			// The server hangs until the client goes away: a command that
+			// does not end its request on the signal is still running when
+			// the bound is up. The bound is generous for a loaded machine;
+			// a request left to client-go takes 32s.
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-exited:
+			case <-time.After(3 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				require.FailNow(t, "SIGINT did not end the command within 3s", "stderr:\n%s", stderr.String())
+			}
 			t.Logf("exited %s after SIGINT; stderr:\n%s", time.Since(sent).Round(time.Millisecond), stderr.String())
 
 			code := 0

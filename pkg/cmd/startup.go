@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -32,6 +31,11 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 // and Ctrl-C, and those that meet a passing fault (500, 503, 429, a reset
 // connection) are tried again.
 func (o *RebalanceOptions) startup(ctx context.Context) (meta.RESTMapper, *rebalance.Resolved, error) {
+	// Local input is judged first: its mistakes are the user's to fix
+	// whether or not a server answers.
+	if err := o.judgeLocalInput(); err != nil {
+		return nil, nil, withExitCode(ExitError, o.rebalancerKindError(err))
+	}
 	startCtx, cancel := deadlineContext(ctx, o.deadline)
 	defer cancel()
 	defer o.guard.bind(o.guard.bind(startCtx))
@@ -58,13 +62,9 @@ func (o *RebalanceOptions) startup(ctx context.Context) (meta.RESTMapper, *rebal
 		resolved, err = o.resolve(mapper)
 		return err
 	}
-	if slices.Contains(o.Filenames, "-") {
-		// Standard input can be read only once.
-		err = resolve()
-	} else {
-		err = retryTransient(startCtx, startupBackoff, resolve)
-	}
-	if err != nil {
+	// Standard input was read once, by judgeLocalInput: every attempt
+	// resolves what it read.
+	if err := retryTransient(startCtx, startupBackoff, resolve); err != nil {
 		return nil, nil, o.startupError(ctx, startCtx, withExitCode(ExitError, o.rebalancerKindError(o.inputError(err))))
 	}
 	if len(resolved.Targets) == 0 && len(resolved.Rebalancers) == 0 && !emptySelectionAllowed(o) {
