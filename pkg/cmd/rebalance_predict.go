@@ -14,6 +14,7 @@ import (
 // before the run: --to-cluster, --changed-only and the report outputs.
 type predictionOptions struct {
 	Selection predict.Selection
+	estimatorOptions
 	// predictions, by workload, are those made before the run; nil when
 	// nothing asked for them.
 	predictions map[rebalance.Workload]predict.Prediction
@@ -38,7 +39,7 @@ func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalanc
 		return withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
 			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
 	}
-	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorAuto, predict.Options{})
+	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), predict.Options{})
 	if err != nil {
 		return err
 	}

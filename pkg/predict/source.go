@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -59,6 +60,16 @@ type Source struct {
 	Kube kubernetes.Interface
 	// Estimator is how the estimators are found; "" means EstimatorAuto.
 	Estimator EstimatorMode
+	// Members reads the nodes and pods of the members whose estimator the
+	// scheduler consults, when a binding's placement depends on free
+	// capacity; nil reads none (those bindings cannot be predicted).
+	Members MemberReader
+}
+
+// MemberReader reads member clusters' nodes and pods into what their
+// karmada-scheduler-estimators answer (estimate.Reader).
+type MemberReader interface {
+	Read(ctx context.Context, clusters []*clusterv1alpha1.Cluster) (map[string]*estimate.Member, map[string]error)
 }
 
 // Read reads what predicting targets needs. With allNamespaces the bindings
@@ -161,7 +172,39 @@ func (s Source) ReadScope(ctx context.Context, scope Scope) (Input, error) {
 		return in, err
 	}
 	in.Estimated = s.estimated(in.Clusters, services)
-	return in, nil
+	s.readMembers(ctx, &in)
+	return in, ctx.Err()
+}
+
+// readMembers reads the members whose estimator the scheduler consults, once
+// a binding read needs their answers: its placement depends on free capacity.
+func (s Source) readMembers(ctx context.Context, in *Input) {
+	if len(in.Estimated) == 0 || s.Members == nil || !anyCapacityDependent(in.Bindings) {
+		return
+	}
+	var clusters []*clusterv1alpha1.Cluster
+	for _, c := range in.Clusters {
+		if slices.Contains(in.Estimated, c.Name) {
+			clusters = append(clusters, c)
+		}
+	}
+	members, failed := s.Members.Read(ctx, clusters)
+	in.Accurate = make(map[string]AccurateEstimator, len(members))
+	for name, m := range members {
+		in.Accurate[name] = m
+	}
+	in.Unreadable = failed
+}
+
+// anyCapacityDependent reports whether a binding's fresh placement depends on
+// the clusters' free capacity.
+func anyCapacityDependent(bindings map[string]*workv1alpha2.ResourceBinding) bool {
+	for _, b := range bindings {
+		if p := b.Spec.Placement; p != nil && (DivisionOf(p, &b.Spec).IsDynamic() || len(p.SpreadConstraints) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // readConcurrency bounds the lists Read sends at a time.
