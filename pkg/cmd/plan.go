@@ -289,6 +289,9 @@ func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.So
 		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
 			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
 		}
+		if source.Host, err = o.hostClient(o.HostContext != defaultHostContext); err != nil {
+			return predict.Source{}, withExitCode(ExitError, err)
+		}
 	}
 	return source, nil
 }
