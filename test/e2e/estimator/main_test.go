@@ -15,5 +15,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("ESTIMATOR_E2E_DIR"), Members: 3, SchedulerEstimator: true, Progress: os.Stderr}))
+	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("ESTIMATOR_E2E_DIR"), Members: 3, NodePods: "2000", SchedulerEstimator: true, Progress: os.Stderr}))
 }
