@@ -51,9 +51,7 @@ func withAccurate(clusters []*clusterv1alpha1.Cluster, members map[string]Accura
 	if len(members) == 0 {
 		return clusters, func() {}
 	}
-	installAccurate.Do(func() {
-		estimatorclient.GetReplicaEstimators()[accurateEstimatorName] = accurateEstimator{}
-	})
+	installAccurateEstimator()
 	id := strconv.FormatUint(viewSeq.Add(1), 10)
 	view := &accurateView{members: members, clusters: make(map[string]*clusterv1alpha1.Cluster, len(clusters))}
 	out := make([]*clusterv1alpha1.Cluster, len(clusters))
@@ -69,6 +67,16 @@ func withAccurate(clusters []*clusterv1alpha1.Cluster, members map[string]Accura
 	}
 	views.Store(id, view)
 	return out, func() { views.Delete(id) }
+}
+
+// installAccurateEstimator registers accurateEstimator in Karmada's
+// process-wide registry of estimators, once. Every scheduler of this package
+// calls it before its first pass (newKarmadaScheduler), so that the
+// registry is never written while a pass reads it.
+func installAccurateEstimator() {
+	installAccurate.Do(func() {
+		estimatorclient.GetReplicaEstimators()[accurateEstimatorName] = accurateEstimator{}
+	})
 }
 
 // accurateEstimator is the scheduler-estimator client of the predictions:

@@ -62,6 +62,7 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 	if err := enableOvercommitProtection(); err != nil {
 		return nil, err
 	}
+	installAccurateEstimator()
 	own := make(map[string]*clusterv1alpha1.Cluster, len(clusters))
 	clusterIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, c := range clusters {
