@@ -107,6 +107,7 @@ type FailbackOptions struct {
 	Pause               time.Duration
 	QPS                 float32
 	Burst               int
+	estimatorOptions
 
 	daemonFlags
 
@@ -182,6 +183,7 @@ func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags.DurationVar(&o.Pause, "pause", o.Pause, "Keep a slot free this long after its workload finished before the next one takes it.")
 	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the Karmada apiserver.")
 	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Requests sent at once before --kube-api-qps applies.")
+	addEstimatorFlags(cmd, &o.estimatorOptions)
 
 	o.daemonFlags.addFlags(cmd, "",
 		"Act only while holding the Lease in the Karmada apiserver, so that several replicas run with one active (every replica follows the clusters).",
@@ -268,6 +270,9 @@ func (o *FailbackOptions) Validate() error {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
 	}
 	if err := o.daemonFlags.validate(); err != nil {
+		return err
+	}
+	if err := o.validateEstimator(); err != nil {
 		return err
 	}
 	for _, k := range o.Kinds {
@@ -387,6 +392,8 @@ func (r *failbackRunner) args(req failback.Request) []string {
 			args = append(args, "--all")
 		}
 	}
+	// The selection is predicted as karmada-scheduler sizes the members.
+	args = append(args, o.estimatorArgs()...)
 	if o.DryRun {
 		return append(append(args, "--dry-run=client", "--output=wide"), o.configArgs...)
 	}

@@ -97,8 +97,6 @@ type PlanOptions struct {
 	targets *RebalanceOptions
 	// Selection holds --to-cluster and --changed-only.
 	Selection predict.Selection
-	// Estimator is --scheduler-estimator.
-	Estimator string
 	// Options hold --overcommit-protection.
 	Options predict.Options
 
@@ -114,7 +112,7 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	// plan's Ctrl-C, --timeout and messages must use that one.
 	targets.guard = root.guard
 	targets.PrintFlags = genericclioptions.NewPrintFlags("")
-	o := &PlanOptions{targets: targets, Estimator: string(predict.EstimatorAuto), IOStreams: streams}
+	o := &PlanOptions{targets: targets, IOStreams: streams}
 
 	cmd := &cobra.Command{
 		Use:                   "plan (TYPE[.VERSION][.GROUP] [NAME...] | TYPE[.VERSION][.GROUP]/NAME... | -f FILENAME | TYPE -l SELECTOR | TYPE --all)",
@@ -148,11 +146,9 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	flags.BoolVar(&targets.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
 	flags.DurationVar(&targets.Timeout, "timeout", targets.Timeout, "How long to wait for the API server before giving up.")
 	addSelectionFlags(cmd, &o.Selection, "Keep only")
-	flags.StringVar(&o.Estimator, "scheduler-estimator", o.Estimator,
-		`Whether karmada-scheduler consults karmada-scheduler-estimators: "auto" looks for their Services in karmada-system of the Karmada apiserver, where karmada-scheduler looks first; "enabled" or "disabled" say so. Placements that depend on free capacity cannot be predicted when it does.`)
+	addEstimatorFlags(cmd, &targets.estimatorOptions)
 	flags.BoolVar(&o.Options.OvercommitProtection, "overcommit-protection", false,
 		"Predict for a karmada-scheduler running with --feature-gates=SchedulingOvercommitProtection=true: each decision of a batch deducts its whole footprint from the clusters it lands on before the next one. By default every decision reads the clusters' summaries as reported now, as the scheduler does without that gate.")
-	_ = cmd.RegisterFlagCompletionFunc("scheduler-estimator", cobra.FixedCompletions([]string{"auto", "enabled", "disabled"}, cobra.ShellCompDirectiveNoFileComp))
 	targets.PrintFlags.AddFlags(cmd)
 	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, targets.PrintFlags.AllowedFormats()...)
 	flags.Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s). The default is a table; yaml and json print a WorkloadRebalancer of the selected workloads.", strings.Join(formats, ", "))
@@ -211,10 +207,8 @@ func (o *PlanOptions) Validate(cmd *cobra.Command) error {
 	case t.Timeout <= 0:
 		return cmdutil.UsageErrorf(cmd, "--timeout must be greater than zero, got %s", t.Timeout)
 	}
-	switch predict.EstimatorMode(o.Estimator) {
-	case predict.EstimatorAuto, predict.EstimatorEnabled, predict.EstimatorDisabled:
-	default:
-		return cmdutil.UsageErrorf(cmd, "invalid --scheduler-estimator %q: use auto, enabled or disabled", o.Estimator)
+	if err := t.validateEstimator(); err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
 	}
 	return nil
 }
@@ -232,7 +226,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	// --timeout bounds the whole run, from the first request on.
 	t.deadline = time.Now().Add(t.Timeout)
 
-	source, err := t.predictSource(predict.EstimatorMode(o.Estimator))
+	source, err := t.predictSource(predict.EstimatorMode(t.Estimator))
 	if err != nil {
 		return err
 	}
@@ -257,7 +251,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 			"predicting as it schedules, every decision of the batch reading the same resource summaries\n", releaseName(info, err))
 		o.Options.OvercommitProtection = false
 	}
-	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
+	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(t.Estimator), o.Options)
 	if err != nil {
 		return t.predictError(runCtx, ctx, err)
 	}
@@ -307,9 +301,19 @@ func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.So
 		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
 	}
 	source := predict.Source{Karmada: client, Work: client.WorkV1alpha2().RESTClient(), Estimator: mode}
+	if mode != predict.EstimatorDisabled {
+		members, err := o.memberReader()
+		if err != nil {
+			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
+		}
+		source.Members = members
+	}
 	if mode == predict.EstimatorAuto {
 		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
 			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
+		}
+		if source.Host, err = o.hostClient(o.HostContext != defaultHostContext); err != nil {
+			return predict.Source{}, withExitCode(ExitError, err)
 		}
 	}
 	return source, nil

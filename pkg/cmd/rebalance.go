@@ -295,6 +295,7 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests the client may send at once before --qps applies; also the number of bindings handled in parallel.")
 	o.addRecordFlags(cmd)
 	addSelectionFlags(cmd, &o.Selection, "Rebalance only")
+	addEstimatorFlags(cmd, &o.estimatorOptions)
 	o.addWaveFlags(cmd)
 
 	o.PrintFlags.AddFlags(cmd)
@@ -359,6 +360,9 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 		return cmdutil.UsageErrorf(cmd, "--timeout must be greater than zero, got %s", o.Timeout)
 	case o.QPS <= 0 || o.Burst <= 0:
 		return cmdutil.UsageErrorf(cmd, "--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	}
+	if err := o.validateEstimator(); err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
 	}
 	if o.printer == nil && o.OutputFormat != "" && o.OutputFormat != "wide" && !isReport(o.OutputFormat) {
 		return cmdutil.UsageErrorf(cmd, "invalid --output %q", o.OutputFormat)

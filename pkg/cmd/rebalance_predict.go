@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
@@ -14,6 +15,7 @@ import (
 // before the run: --to-cluster, --changed-only and the report outputs.
 type predictionOptions struct {
 	Selection predict.Selection
+	estimatorOptions
 	// predictions, by workload, are those made before the run; nil when
 	// nothing asked for them.
 	predictions map[rebalance.Workload]predict.Prediction
@@ -38,7 +40,7 @@ func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalanc
 		return withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
 			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
 	}
-	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorAuto, predict.Options{})
+	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), predict.Options{})
 	if err != nil {
 		return err
 	}
@@ -49,6 +51,7 @@ func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalanc
 	if o.Selection.IsZero() {
 		return nil
 	}
+	warnUnestimated(o.ErrOut, predictions)
 	selected := predict.Select(predictions, o.Selection)
 	keep := make(map[rebalance.Workload]bool, len(selected))
 	for _, p := range selected {
@@ -103,4 +106,24 @@ func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
 func (o *RebalanceOptions) printReport(result *rebalance.Result) error {
 	report := rbprinters.RebalanceReport(result.Rows, o.predictions, o.Selection, o.DryRun != rebalance.DryRunNone, string(o.DryRun))
 	return rbprinters.PrintReport(o.Out, report, o.OutputFormat)
+}
+
+// warnUnestimated says, once per distinct reason, that workloads were left
+// out of a selection because a member's karmada-scheduler-estimator could
+// not be answered for: the message names the member and what fixes it.
+func warnUnestimated(w io.Writer, predictions []predict.Prediction) {
+	counts := map[string]int{}
+	var order []string
+	for _, p := range predictions {
+		if p.Verdict != predict.CannotPredict || p.Reason != predict.ReasonSchedulerEstimator {
+			continue
+		}
+		if counts[p.Message] == 0 {
+			order = append(order, p.Message)
+		}
+		counts[p.Message]++
+	}
+	for _, m := range order {
+		fmt.Fprintf(w, "warning: %d workload(s) not selected: %s\n", counts[m], m)
+	}
 }

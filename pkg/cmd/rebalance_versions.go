@@ -24,8 +24,21 @@ func (o *RebalanceOptions) karmadaRelease() (karmadaversion.Info, error) {
 			return
 		}
 		o.release, o.releaseErr = karmadaversion.Detect(disco)
+		if o.releaseErr == nil {
+			warnNewerThanTested(o.ErrOut, o.release)
+		}
 	})
 	return o.release, o.releaseErr
+}
+
+// warnNewerThanTested says, once per command, that the control plane runs a
+// release newer than the newest one the plugin was tested on.
+func warnNewerThanTested(w io.Writer, info karmadaversion.Info) {
+	if info.Oldest.Minor <= karmadaversion.NewestTested.Minor {
+		return
+	}
+	fmt.Fprintf(w, "warning: %s, newer than %s, the newest release kubectl-rebalance was tested on; predictions follow the newer release where its changes are known (a triggered reschedule restarts from the first clusterAffinities group, karmada#5425) and %s otherwise\n",
+		releaseName(info, nil), karmadaversion.NewestTested, karmadaversion.NewestTested)
 }
 
 // releaseName says which release was detected and from what, for a message.

@@ -2,6 +2,7 @@ package deschedule
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Defaults of the original karmada-descheduler.
@@ -599,7 +601,7 @@ func (d *Descheduler) apply(ctx context.Context, rb *workv1alpha2.ResourceBindin
 		next, err := d.planned(rb, br.Rows, now)
 		var updated *workv1alpha2.ResourceBinding
 		if err == nil {
-			updated, err = d.update(writeCtx, next)
+			updated, err = d.update(writeCtx, rb, next)
 		}
 		if err == nil {
 			d.written(writeCtx, updated, br, budget, bounced, evictions)
@@ -682,13 +684,69 @@ func (d *Descheduler) planned(rb *workv1alpha2.ResourceBinding, rows []ClusterRo
 	return next, nil
 }
 
-// update writes next.
-func (d *Descheduler) update(ctx context.Context, next *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
-	opts := metav1.UpdateOptions{FieldManager: EventComponent}
+// update writes what next changes in rb - the replicas of spec.clusters and
+// the evictions annotation - as a JSON patch of those fields alone, with
+// rb's resourceVersion as precondition (a binding changed since answers
+// Conflict). A full Update would send the binding as our Karmada types
+// decode it, and delete on the server every field they do not know (v1.19's
+// spec.clusters[].components, for one).
+func (d *Descheduler) update(ctx context.Context, rb, next *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
+	patch, err := BindingPatch(rb, next)
+	if err != nil {
+		return nil, err
+	}
+	opts := metav1.PatchOptions{FieldManager: EventComponent}
 	if d.opts.DryRun == DryRunServer {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	return d.karmada.WorkV1alpha2().ResourceBindings(next.Namespace).Update(ctx, next, opts)
+	return d.karmada.WorkV1alpha2().ResourceBindings(next.Namespace).Patch(ctx, next.Name, types.JSONPatchType, patch, opts)
+}
+
+// jsonPatchOp is one operation of a JSON patch (RFC 6902).
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// BindingPatch is the JSON patch that turns rb into next where the
+// descheduler writes: each spec.clusters entry's replicas (checked to be
+// the same cluster at the same index) and the evictions annotation. Its
+// resourceVersion operation makes the server refuse it with Conflict when
+// the binding changed since rb was read.
+func BindingPatch(rb, next *workv1alpha2.ResourceBinding) ([]byte, error) {
+	if len(rb.Spec.Clusters) != len(next.Spec.Clusters) {
+		return nil, fmt.Errorf("binding %s/%s: the planned spec.clusters has %d entries, the binding %d", rb.Namespace, rb.Name, len(next.Spec.Clusters), len(rb.Spec.Clusters))
+	}
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: string(rb.UID)},
+		{Op: "replace", Path: "/metadata/resourceVersion", Value: rb.ResourceVersion},
+	}
+	for i, c := range next.Spec.Clusters {
+		if c.Name != rb.Spec.Clusters[i].Name {
+			return nil, fmt.Errorf("binding %s/%s: spec.clusters[%d] is %s, the plan has %s", rb.Namespace, rb.Name, i, rb.Spec.Clusters[i].Name, c.Name)
+		}
+		if c.Replicas == rb.Spec.Clusters[i].Replicas {
+			continue
+		}
+		path := fmt.Sprintf("/spec/clusters/%d", i)
+		ops = append(ops,
+			jsonPatchOp{Op: "test", Path: path + "/name", Value: c.Name},
+			jsonPatchOp{Op: "replace", Path: path + "/replicas", Value: c.Replicas})
+	}
+	if value, ok := next.Annotations[EvictionsAnnotation]; ok && value != rb.Annotations[EvictionsAnnotation] {
+		if rb.Annotations == nil {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{EvictionsAnnotation: value}})
+		} else {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(EvictionsAnnotation), Value: value})
+		}
+	}
+	return json.Marshal(ops)
+}
+
+// escapePointer escapes a JSON pointer token (RFC 6901).
+func escapePointer(token string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
 }
 
 // landed tells whether the update of rb to sent went through although err

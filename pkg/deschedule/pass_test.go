@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -148,10 +149,15 @@ func (f *passFixture) events(t *testing.T) []eventSummary {
 	return out
 }
 
-func updates(actions []k8stesting.Action) []k8stesting.UpdateAction {
-	var out []k8stesting.UpdateAction
+// updates are the writes of bindings: the descheduler patches them, never
+// updates them whole.
+func updates(actions []k8stesting.Action) []k8stesting.PatchAction {
+	var out []k8stesting.PatchAction
 	for _, a := range actions {
-		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == "resourcebindings" {
+		if a.GetVerb() == "update" && a.GetResource().Resource == "resourcebindings" {
+			panic("a full update of a binding: " + a.GetSubresource())
+		}
+		if u, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "resourcebindings" {
 			out = append(out, u)
 		}
 	}
@@ -187,7 +193,8 @@ func TestPassDeschedulesUnschedulableReplicas(t *testing.T) {
 
 	u := updates(f.karmada.Actions())
 	require.Len(t, u, 1)
-	assert.Equal(t, "1", u[0].GetObject().(*workv1alpha2.ResourceBinding).ResourceVersion, "the update carries the resourceVersion read")
+	assert.Equal(t, types.JSONPatchType, u[0].GetPatchType())
+	assert.Contains(t, string(u[0].GetPatch()), `{"op":"replace","path":"/metadata/resourceVersion","value":"1"}`, "the patch carries the resourceVersion read")
 	assert.Contains(t, result.Summary(), "1 binding(s) listed, 1 candidate(s), descheduled 1 binding(s) moving 3 replica(s)")
 }
 
@@ -287,10 +294,11 @@ func TestPassDryRun(t *testing.T) {
 				"m1": memberCluster(memberWorkload{"default", "web", 1, 2}),
 			})
 			// The fake tracker would persist a dry-run update; the API server does not.
-			f.karmada.PrependReactor("update", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				u := a.(k8stesting.UpdateActionImpl)
-				assert.Equal(t, []string{metav1.DryRunAll}, u.UpdateOptions.DryRun)
-				return true, u.GetObject(), nil
+			f.karmada.PrependReactor("patch", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				u := a.(k8stesting.PatchActionImpl)
+				assert.Equal(t, []string{metav1.DryRunAll}, u.PatchOptions.DryRun)
+				current, err := f.karmada.Tracker().Get(a.GetResource(), u.GetNamespace(), u.GetName())
+				return true, current, err
 			})
 			result, err := f.descheduler(t, Options{DryRun: tt.dryRun}).Pass(context.Background())
 			require.NoError(t, err)
@@ -342,7 +350,7 @@ func TestPassConflict(t *testing.T) {
 				"m1": memberCluster(memberWorkload{"default", "web", 1, 3}),
 			})
 			seen := 0
-			f.karmada.PrependReactor("update", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			f.karmada.PrependReactor("patch", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				seen++
 				if seen > tt.conflicts {
 					return false, nil, nil
@@ -402,12 +410,11 @@ func TestPassLostAnswer(t *testing.T) {
 				"m1": memberCluster(memberWorkload{"default", "web", 1, 3}),
 			})
 			writes := 0
-			f.karmada.PrependReactor("update", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			f.karmada.PrependReactor("patch", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				writes++
 				if tt.land {
-					sent := a.(k8stesting.UpdateAction).GetObject().DeepCopyObject().(*workv1alpha2.ResourceBinding)
-					sent.ResourceVersion = "2"
-					require.NoError(t, f.karmada.Tracker().Update(a.GetResource(), sent, "default"))
+					_, _, err := k8stesting.ObjectReaction(f.karmada.Tracker())(a)
+					require.NoError(t, err)
 				}
 				return true, nil, tt.err
 			})
@@ -441,7 +448,7 @@ func TestPassConflictBindingNoLongerCandidate(t *testing.T) {
 	f := newPassFixture([]*workv1alpha2.ResourceBinding{web}, map[string]*fake.Clientset{
 		"m1": memberCluster(memberWorkload{"default", "web", 1, 3}),
 	})
-	f.karmada.PrependReactor("update", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.karmada.PrependReactor("patch", "resourcebindings", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		changed := web.DeepCopy()
 		changed.ResourceVersion = "2"
 		changed.Annotations[AppliedPlacementAnnotation] = `{}`
@@ -550,7 +557,7 @@ func TestPassStopsBetweenWrites(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f.karmada.PrependReactor("update", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.karmada.PrependReactor("patch", "resourcebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
 		// The stop request arrives while the first write is in flight.
 		cancel()
 		return false, nil, nil

@@ -27,8 +27,16 @@ type Input struct {
 	// in ResourceBinding shape with an empty namespace.
 	Bindings map[string]*workv1alpha2.ResourceBinding
 	// Estimated names the clusters for which karmada-scheduler consults a
-	// karmada-scheduler-estimator, whose answers the client cannot see.
+	// karmada-scheduler-estimator.
 	Estimated []string
+	// Accurate holds, by cluster, what the estimators of Estimated answer
+	// (package estimate computes it from the members' nodes and pods). A
+	// workload whose placement depends on free capacity is predicted only
+	// when every cluster of Estimated has one.
+	Accurate map[string]AccurateEstimator
+	// Unreadable says, by cluster, why a cluster of Estimated has no entry
+	// in Accurate and what would fix it.
+	Unreadable map[string]error
 }
 
 // Key is how Input.Bindings indexes a binding: "namespace/name", or "name"
@@ -73,7 +81,9 @@ type Options struct {
 // WorkloadRebalancer order, see rebalance.SortKey), which is the order the
 // scheduler takes them in.
 func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Options) ([]Prediction, error) {
-	sched, err := newKarmadaScheduler(in.Clusters)
+	marked, forget := withAccurate(in.Clusters, in.Accurate)
+	defer forget()
+	sched, err := newKarmadaScheduler(marked)
 	if err != nil {
 		return nil, fmt.Errorf("set up karmada's scheduler: %w", err)
 	}
@@ -171,9 +181,8 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 	}
 	capacityMatters := p.Division.IsDynamic() || len(spec.Placement.SpreadConstraints) > 0
 	if capacityMatters {
-		if len(in.Estimated) > 0 {
-			return p.verdict(CannotPredict, ReasonSchedulerEstimator, fmt.Sprintf(
-				"karmada-scheduler asks karmada-scheduler-estimator of %s for free capacity, which the client cannot see", strings.Join(in.Estimated, ", ")))
+		if blind := unestimated(in); len(blind) > 0 {
+			return p.verdict(CannotPredict, ReasonSchedulerEstimator, blindMessage(in, blind))
 		}
 		if missing := withoutSummary(in.Clusters); len(missing) > 0 {
 			return p.verdict(CannotPredict, ReasonNoResourceSummary, fmt.Sprintf(
@@ -254,6 +263,33 @@ func (p Prediction) failed(err error, cleared bool) Prediction {
 		return p.verdict(CannotFit, ReasonUnschedulable, err.Error())
 	}
 	return p.verdict(CannotPredict, ReasonSchedulerError, err.Error())
+}
+
+// unestimated names the clusters whose karmada-scheduler-estimator the
+// scheduler consults but whose answers are not known.
+func unestimated(in Input) []string {
+	var out []string
+	for _, name := range in.Estimated {
+		if in.Accurate[name] == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// blindMessage says which members' estimators cannot be answered for, why,
+// and what would fix it.
+func blindMessage(in Input, blind []string) string {
+	reasons := make([]string, 0, len(blind))
+	for _, name := range blind {
+		if err := in.Unreadable[name]; err != nil {
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		reasons = append(reasons, "the nodes and pods of member cluster "+name+" were not read")
+	}
+	return fmt.Sprintf("karmada-scheduler asks the karmada-scheduler-estimator of %s for free capacity, which cannot be computed: %s",
+		strings.Join(blind, ", "), strings.Join(reasons, "; "))
 }
 
 // withoutSummary names the Ready clusters that report no resource summary.

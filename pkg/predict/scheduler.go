@@ -3,6 +3,7 @@ package predict
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 	if err := enableOvercommitProtection(); err != nil {
 		return nil, err
 	}
+	installAccurateEstimator()
 	own := make(map[string]*clusterv1alpha1.Cluster, len(clusters))
 	clusterIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, c := range clusters {
@@ -128,8 +130,10 @@ func freshTrigger(spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.R
 
 // schedule runs one scheduling pass the way karmada-scheduler does for a
 // binding whose trigger it honours. With clusterAffinities it starts from the
-// group the binding was last scheduled with (Karmada v1.18 does not go back to
-// the first group) and moves on while a group does not fit. cleared reports
+// group the binding was last scheduled with on v1.18 and older, from the
+// first group on v1.19 and newer (karmada#5425), and moves on while a group
+// does not fit; when the release cannot be told between the two and they
+// differ, a *releaseError says so. cleared reports
 // that the scheduler would write an empty placement: it does so when no
 // cluster fits, and keeps the old one for any other error. With a release
 // (nil: the pinned one), the placement is the one that release writes
@@ -145,9 +149,37 @@ func (s *karmadaScheduler) schedule(ctx context.Context, release *karmadaversion
 	}
 
 	groups := spec.Placement.ClusterAffinities
+	current := affinityIndex(groups, status.SchedulerObservedAffinityName)
+	restarts := karmadaversion.Behaviour{Known: true}
+	if release != nil {
+		restarts = release.RescheduleRestartsAffinityGroups()
+	}
+	switch {
+	case restarts.Known && restarts.Yes:
+		return s.scheduleFrom(ctx, release, spec, status, 0)
+	case restarts.Known || current == 0:
+		return s.scheduleFrom(ctx, release, spec, status, current)
+	}
+	// The control plane may run v1.18 or v1.19: the two start from
+	// different groups, and only a placement both give is a prediction.
+	older, olderCleared, olderErr := s.scheduleFrom(ctx, release, spec, status, current)
+	newer, newerCleared, newerErr := s.scheduleFrom(ctx, release, spec, status, 0)
+	if olderErr == nil && newerErr == nil && SamePlacement(older, newer) || olderErr != nil && newerErr != nil && olderCleared == newerCleared {
+		return older, olderCleared, olderErr
+	}
+	return nil, false, &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
+		"%s: v1.18 and older reschedule from clusterAffinities group %q, where the workload is (%s); v1.19 and newer start again from the first group, %q (%s, karmada#5425)",
+		releaseName(release), groups[current].AffinityName, outcomeText(older, olderErr), groups[0].AffinityName, outcomeText(newer, newerErr))}
+}
+
+// scheduleFrom runs the scheduling pass over the clusterAffinities groups
+// from group first on, moving to the next while a group does not fit.
+func (s *karmadaScheduler) scheduleFrom(ctx context.Context, release *karmadaversion.Info, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus, first int) ([]workv1alpha2.TargetCluster, bool, error) {
+	groups := spec.Placement.ClusterAffinities
+	option := &core.ScheduleAlgorithmOption{}
 	observed := status.DeepCopy()
 	var firstErr error
-	for i := affinityIndex(groups, status.SchedulerObservedAffinityName); i < len(groups); i++ {
+	for i := first; i < len(groups); i++ {
 		observed.SchedulerObservedAffinityName = groups[i].AffinityName
 		r, err := s.algorithm.Schedule(ctx, spec, observed, option)
 		if err == nil {
@@ -158,6 +190,14 @@ func (s *karmadaScheduler) schedule(ctx context.Context, release *karmadaversion
 		}
 	}
 	return nil, isFitError(firstErr), firstErr
+}
+
+// outcomeText is a placement, or the error that stands for it, in a message.
+func outcomeText(placement []workv1alpha2.TargetCluster, err error) string {
+	if err != nil {
+		return "fails: " + err.Error()
+	}
+	return "placement " + placementText(placement)
 }
 
 // release turns the pinned scheduler's placement into the release's.

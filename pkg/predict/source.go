@@ -2,19 +2,17 @@ package predict
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -55,10 +53,26 @@ type Source struct {
 	// which the ResourceBindings are listed as pages, each decoded while the
 	// next is read (bindingPages); nil lists them through Karmada.
 	Work rest.Interface
-	// Kube reads the estimators' Services; nil skips that.
+	// Kube reads the estimators' Services in the Karmada apiserver; nil
+	// skips that.
 	Kube kubernetes.Interface
+	// Host reads, in the cluster that runs Karmada's components (the
+	// karmada-host context of local-up-karmada), karmada-scheduler's
+	// --enable-scheduler-estimator and the estimators' Services, where
+	// standard installs put them; nil skips that.
+	Host kubernetes.Interface
 	// Estimator is how the estimators are found; "" means EstimatorAuto.
 	Estimator EstimatorMode
+	// Members reads the nodes and pods of the members whose estimator the
+	// scheduler consults, when a binding's placement depends on free
+	// capacity; nil reads none (those bindings cannot be predicted).
+	Members MemberReader
+}
+
+// MemberReader reads member clusters' nodes and pods into what their
+// karmada-scheduler-estimators answer (estimate.Reader).
+type MemberReader interface {
+	Read(ctx context.Context, clusters []*clusterv1alpha1.Cluster) (map[string]*estimate.Member, map[string]error)
 }
 
 // Read reads what predicting targets needs. With allNamespaces the bindings
@@ -114,11 +128,11 @@ func (s Source) ReadScope(ctx context.Context, scope Scope) (Input, error) {
 	namespaces, clusterScoped := scope.Namespaces, scope.ClusterScoped
 
 	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, readConcurrency)
-		services []string
-		errs     = make([]error, len(namespaces)+3)
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, readConcurrency)
+		found detected
+		errs  = make([]error, len(namespaces)+3)
 	)
 	// collect is where a list puts what it read.
 	collect := func(b *workv1alpha2.ResourceBinding) {
@@ -150,9 +164,9 @@ func (s Source) ReadScope(ctx context.Context, scope Scope) (Input, error) {
 	if clusterScoped {
 		run(len(namespaces)+1, func() error { return s.clusterBindings(ctx, collect) })
 	}
-	if s.Estimator != EstimatorDisabled && s.Estimator != EstimatorEnabled && s.Kube != nil {
+	if s.Estimator != EstimatorDisabled && s.Estimator != EstimatorEnabled && (s.Kube != nil || s.Host != nil) {
 		run(len(namespaces)+2, func() (err error) {
-			services, err = s.estimatorServices(ctx)
+			found, err = s.estimatorServices(ctx)
 			return err
 		})
 	}
@@ -160,8 +174,40 @@ func (s Source) ReadScope(ctx context.Context, scope Scope) (Input, error) {
 	if err := firstError(errs); err != nil {
 		return in, err
 	}
-	in.Estimated = s.estimated(in.Clusters, services)
-	return in, nil
+	in.Estimated = s.estimated(in.Clusters, found)
+	s.readMembers(ctx, &in)
+	return in, ctx.Err()
+}
+
+// readMembers reads the members whose estimator the scheduler consults, once
+// a binding read needs their answers: its placement depends on free capacity.
+func (s Source) readMembers(ctx context.Context, in *Input) {
+	if len(in.Estimated) == 0 || s.Members == nil || !anyCapacityDependent(in.Bindings) {
+		return
+	}
+	var clusters []*clusterv1alpha1.Cluster
+	for _, c := range in.Clusters {
+		if slices.Contains(in.Estimated, c.Name) {
+			clusters = append(clusters, c)
+		}
+	}
+	members, failed := s.Members.Read(ctx, clusters)
+	in.Accurate = make(map[string]AccurateEstimator, len(members))
+	for name, m := range members {
+		in.Accurate[name] = m
+	}
+	in.Unreadable = failed
+}
+
+// anyCapacityDependent reports whether a binding's fresh placement depends on
+// the clusters' free capacity.
+func anyCapacityDependent(bindings map[string]*workv1alpha2.ResourceBinding) bool {
+	for _, b := range bindings {
+		if p := b.Spec.Placement; p != nil && (DivisionOf(p, &b.Spec).IsDynamic() || len(p.SpreadConstraints) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // readConcurrency bounds the lists Read sends at a time.
@@ -275,42 +321,55 @@ func slim(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
 	}
 }
 
-// estimatorServices lists the Services in karmada-system and returns the
-// cluster names of those that look like a karmada-scheduler-estimator's. A
-// Service the client may not list counts as absent: the estimators of most
-// installations live in the host cluster, out of sight.
-func (s Source) estimatorServices(ctx context.Context) ([]string, error) {
-	list, err := s.Kube.CoreV1().Services(EstimatorNamespace).List(ctx, metav1.ListOptions{})
-	switch {
-	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("list services in %s (looking for karmada-scheduler-estimator; use --scheduler-estimator=enabled or disabled to skip): %w", EstimatorNamespace, err)
-	}
-	var out []string
-	for _, svc := range list.Items {
-		if name, ok := strings.CutPrefix(svc.Name, EstimatorServicePrefix); ok {
-			out = append(out, name)
+// estimatorServices looks for the estimators where installs put them: their
+// Services in the Karmada apiserver (where karmada-scheduler looks first) and,
+// with a host cluster, its Services there and karmada-scheduler's flags.
+func (s Source) estimatorServices(ctx context.Context) (detected, error) {
+	var d detected
+	var err error
+	if s.Kube != nil {
+		if d.services, err = estimatorServiceNames(ctx, s.Kube); err != nil {
+			return d, err
 		}
 	}
-	return out, nil
+	if s.Host != nil {
+		host, err := readHost(ctx, s.Host)
+		if err != nil {
+			return d, err
+		}
+		d.flags, d.enabled = host.flags, host.enabled
+		d.services = append(d.services, host.services...)
+	}
+	return d, nil
+}
+
+// detected is what auto detection found.
+type detected struct {
+	// flags: karmada-scheduler's flags were read; enabled is then its
+	// --enable-scheduler-estimator.
+	flags, enabled bool
+	// services names the clusters with an estimator Service.
+	services []string
 }
 
 // estimated names the clusters whose estimator karmada-scheduler may
 // consult: every cluster when the estimator is enabled, none when it is
 // disabled, else those with an estimator Service.
-func (s Source) estimated(clusters []*clusterv1alpha1.Cluster, services []string) []string {
+func (s Source) estimated(clusters []*clusterv1alpha1.Cluster, found detected) []string {
 	var out []string
-	switch s.Estimator {
-	case EstimatorDisabled:
+	switch {
+	case s.Estimator == EstimatorDisabled, s.Estimator != EstimatorEnabled && found.flags && !found.enabled:
 		return nil
-	case EstimatorEnabled:
+	case s.Estimator == EstimatorEnabled, found.flags && len(found.services) == 0:
+		// karmada-scheduler dials each member's estimator by its Service's
+		// DNS name: with none in sight, it may be where the client cannot
+		// look.
 		for _, c := range clusters {
 			out = append(out, c.Name)
 		}
 	default:
 		for _, c := range clusters {
-			if slices.Contains(services, c.Name) {
+			if slices.Contains(found.services, c.Name) {
 				out = append(out, c.Name)
 			}
 		}

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -135,8 +134,12 @@ func TestDescheduleRBAC(t *testing.T) {
 	forbidden := map[string]error{}
 	forbid := func(what string, err error) { forbidden[what] = err }
 	forbid("delete a binding", bindings.Delete(e.Ctx, "web-deployment", metav1.DeleteOptions{}))
-	_, err = bindings.Patch(e.Ctx, "web-deployment", types.MergePatchType, []byte(`{"spec":{"replicas":9}}`), metav1.PatchOptions{})
-	forbid("patch a binding", err)
+	// Writes are patches of the replicas: a full update, which would drop
+	// the fields of a newer release our types do not know, is not granted.
+	rb, err := bindings.Get(e.Ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	_, err = bindings.Update(e.Ctx, rb, metav1.UpdateOptions{})
+	forbid("update a binding", err)
 	_, err = bindings.Create(e.Ctx, &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
 	forbid("create a binding", err)
 	_, err = karmada.WorkV1alpha2().ClusterResourceBindings().List(e.Ctx, metav1.ListOptions{})

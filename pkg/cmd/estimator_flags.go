@@ -1,0 +1,139 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+)
+
+// estimatorOptions are the flags that say how karmada-scheduler sizes the
+// members, shared by plan, kubectl rebalance (--to-cluster, --changed-only,
+// the reports) and failback.
+type estimatorOptions struct {
+	// Estimator is --scheduler-estimator: auto, enabled or disabled.
+	Estimator string
+	// MemberKubeconfig is --member-kubeconfig: a kubeconfig with a context
+	// per member cluster, named like it; "" reads the contexts of the
+	// kubeconfig in use.
+	MemberKubeconfig string
+	// HostContext is --host-context: the kubeconfig context of the cluster
+	// that runs Karmada's components, where auto detection reads
+	// karmada-scheduler's flags and the estimators' Services.
+	HostContext string
+}
+
+const (
+	schedulerEstimatorFlag = "scheduler-estimator"
+	memberKubeconfigFlag   = "member-kubeconfig"
+	hostContextFlag        = "host-context"
+	// defaultHostContext is what local-up-karmada names the host cluster's
+	// context.
+	defaultHostContext = "karmada-host"
+)
+
+// addEstimatorFlags registers --scheduler-estimator and --member-kubeconfig.
+func addEstimatorFlags(cmd *cobra.Command, o *estimatorOptions) {
+	if o.Estimator == "" {
+		o.Estimator = string(predict.EstimatorAuto)
+	}
+	if o.HostContext == "" {
+		o.HostContext = defaultHostContext
+	}
+	flags := cmd.Flags()
+	flags.StringVar(&o.Estimator, schedulerEstimatorFlag, o.Estimator,
+		`Whether karmada-scheduler consults a karmada-scheduler-estimator per member (--enable-scheduler-estimator): "auto" looks for the estimators' Services in karmada-system of the Karmada apiserver and, through --host-context, for karmada-scheduler's flags and the Services in the host cluster; "enabled" or "disabled" say so. With estimators, placements that depend on free capacity are predicted from each member's nodes and pods, with Karmada's estimator code.`)
+	flags.StringVar(&o.MemberKubeconfig, memberKubeconfigFlag, o.MemberKubeconfig,
+		"A kubeconfig with a context per member cluster, named like the cluster (local-up-karmada's members.config), through which members the Karmada cluster proxy does not reach (Pull members) are read; the kubeconfig in use when empty.")
+	flags.StringVar(&o.HostContext, hostContextFlag, o.HostContext,
+		"With --scheduler-estimator=auto, the kubeconfig context of the cluster that runs Karmada's components (local-up-karmada's karmada-host), where karmada-scheduler's Deployment and the estimators' Services are read; skipped when the kubeconfig has no such context.")
+	_ = cmd.RegisterFlagCompletionFunc(schedulerEstimatorFlag, cobra.FixedCompletions([]string{"auto", "enabled", "disabled"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename(memberKubeconfigFlag)
+}
+
+// validateEstimator checks --scheduler-estimator.
+func (o estimatorOptions) validateEstimator() error {
+	switch predict.EstimatorMode(o.Estimator) {
+	case predict.EstimatorAuto, predict.EstimatorEnabled, predict.EstimatorDisabled:
+		return nil
+	}
+	return fmt.Errorf("invalid --scheduler-estimator %q: use auto, enabled or disabled", o.Estimator)
+}
+
+// estimatorArgs are the flags to hand on to a kubectl rebalance run, those
+// that differ from the defaults.
+func (o estimatorOptions) estimatorArgs() []string {
+	var args []string
+	if o.Estimator != "" && o.Estimator != string(predict.EstimatorAuto) {
+		args = append(args, "--"+schedulerEstimatorFlag+"="+o.Estimator)
+	}
+	if o.MemberKubeconfig != "" {
+		args = append(args, "--"+memberKubeconfigFlag+"="+o.MemberKubeconfig)
+	}
+	if o.HostContext != "" && o.HostContext != defaultHostContext {
+		args = append(args, "--"+hostContextFlag+"="+o.HostContext)
+	}
+	return args
+}
+
+// memberReader reads the members' nodes and pods through the Karmada
+// cluster proxy and the member contexts.
+func (o *RebalanceOptions) memberReader() (*estimate.Reader, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	contexts, err := o.memberContexts()
+	if err != nil {
+		return nil, err
+	}
+	return &estimate.Reader{Karmada: config, Kubeconfig: contexts, KubeconfigFlag: "--" + memberKubeconfigFlag, Configure: func(c *rest.Config) { o.ConfigFlags.WrapConfigFn(c) }}, nil
+}
+
+// memberContexts is the kubeconfig whose contexts name the members.
+func (o *RebalanceOptions) memberContexts() (*clientcmdapi.Config, error) {
+	if o.MemberKubeconfig == "" {
+		raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil, err
+		}
+		return &raw, nil
+	}
+	raw, err := clientcmd.LoadFromFile(o.MemberKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read --%s %s: %w", memberKubeconfigFlag, o.MemberKubeconfig, err)
+	}
+	return raw, nil
+}
+
+// hostClient is a client of the host cluster for auto detection: nil when
+// detection is not asked for, or when the kubeconfig has no context named
+// by the default --host-context. A --host-context given but missing is an
+// error.
+func (o *RebalanceOptions) hostClient(explicit bool) (kubernetes.Interface, error) {
+	if predict.EstimatorMode(o.Estimator) != predict.EstimatorAuto || o.HostContext == "" {
+		return nil, nil
+	}
+	raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := raw.Contexts[o.HostContext]; !ok {
+		if explicit {
+			return nil, fmt.Errorf("--%s %q: no such context in the kubeconfig; name the context of the cluster that runs karmada-scheduler, or say --scheduler-estimator=enabled or disabled", hostContextFlag, o.HostContext)
+		}
+		return nil, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, o.HostContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--%s %q: %w", hostContextFlag, o.HostContext, err)
+	}
+	o.ConfigFlags.WrapConfigFn(cfg)
+	return kubernetes.NewForConfig(cfg)
+}

@@ -1,0 +1,136 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	estimatorclient "github.com/karmada-io/karmada/pkg/estimator/client"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+)
+
+// AccurateEstimator is what a member's karmada-scheduler-estimator answers
+// karmada-scheduler: how many replicas needing req its nodes can still take.
+// package estimate computes it with Karmada's estimator framework.
+type AccurateEstimator interface {
+	MaxAvailableReplicas(ctx context.Context, req *workv1alpha2.ReplicaRequirements) (int32, error)
+}
+
+// accurateEstimatorName is the name karmada-scheduler registers its
+// scheduler-estimator client under, beside the general estimator.
+const accurateEstimatorName = "scheduler-estimator"
+
+// viewAnnotation marks the scheduler's copies of the clusters with the
+// prediction they belong to, so that the estimator registered in Karmada's
+// process-wide registry answers each prediction from its own members' nodes
+// and pods: Karmada hands an estimator the cluster objects only.
+const viewAnnotation = "predict.kubectl-rebalance.io/estimator-view"
+
+var (
+	installAccurate sync.Once
+	views           sync.Map // view id -> *accurateView
+	viewSeq         atomic.Uint64
+)
+
+// accurateView is what one prediction knows of the members' estimators.
+type accurateView struct {
+	members map[string]AccurateEstimator
+	// clusters are the Clusters as read: a scheduler's copy whose summary a
+	// batch check changed is compared with them.
+	clusters map[string]*clusterv1alpha1.Cluster
+}
+
+// withAccurate registers the members' estimators of a prediction and returns
+// copies of clusters marked with it, and the function that unregisters it.
+// With no estimator it returns clusters as they are.
+func withAccurate(clusters []*clusterv1alpha1.Cluster, members map[string]AccurateEstimator) ([]*clusterv1alpha1.Cluster, func()) {
+	if len(members) == 0 {
+		return clusters, func() {}
+	}
+	installAccurateEstimator()
+	id := strconv.FormatUint(viewSeq.Add(1), 10)
+	view := &accurateView{members: members, clusters: make(map[string]*clusterv1alpha1.Cluster, len(clusters))}
+	out := make([]*clusterv1alpha1.Cluster, len(clusters))
+	for i, c := range clusters {
+		view.clusters[c.Name] = c
+		marked := *c
+		marked.Annotations = make(map[string]string, len(c.Annotations)+1)
+		for k, v := range c.Annotations {
+			marked.Annotations[k] = v
+		}
+		marked.Annotations[viewAnnotation] = id
+		out[i] = &marked
+	}
+	views.Store(id, view)
+	return out, func() { views.Delete(id) }
+}
+
+// installAccurateEstimator registers accurateEstimator in Karmada's
+// process-wide registry of estimators, once. Every scheduler of this package
+// calls it before its first pass (newKarmadaScheduler), so that the
+// registry is never written while a pass reads it.
+func installAccurateEstimator() {
+	installAccurate.Do(func() {
+		estimatorclient.GetReplicaEstimators()[accurateEstimatorName] = accurateEstimator{}
+	})
+}
+
+// accurateEstimator is the scheduler-estimator client of the predictions:
+// for each cluster it answers what that member's estimator would, and for a
+// cluster without one UnauthenticReplica, which karmada-scheduler ignores
+// (as it does when it cannot reach an estimator).
+type accurateEstimator struct{}
+
+var errNoComponents = errors.New("multi-template workloads are not estimated member by member")
+
+func (accurateEstimator) MaxAvailableReplicas(ctx context.Context, req estimatorclient.ReplicaEstimationRequest) ([]workv1alpha2.TargetCluster, error) {
+	out := make([]workv1alpha2.TargetCluster, len(req.Clusters))
+	for i, c := range req.Clusters {
+		out[i] = workv1alpha2.TargetCluster{Name: c.Name, Replicas: estimatorclient.UnauthenticReplica}
+		v, ok := views.Load(c.Annotations[viewAnnotation])
+		if !ok {
+			continue
+		}
+		view := v.(*accurateView)
+		m := view.members[c.Name]
+		if m == nil {
+			continue
+		}
+		n, err := m.MaxAvailableReplicas(ctx, req.ReplicaRequirements)
+		if err != nil {
+			continue
+		}
+		out[i].Replicas = max(0, n+view.shift(ctx, c, req.ReplicaRequirements))
+	}
+	return out, nil
+}
+
+func (accurateEstimator) MaxAvailableComponentSets(context.Context, estimatorclient.ComponentSetEstimationRequest) ([]estimatorclient.ComponentSetEstimationResponse, error) {
+	return nil, errNoComponents
+}
+
+// shift is how much a batch check changed the room of cluster c for a
+// replica of req: the members' reports of the batch's own moves reach the
+// estimators (which watch the pods) as they reach the resource summaries,
+// so the estimator's answer moves by what the general estimator's does.
+func (v *accurateView) shift(ctx context.Context, c *clusterv1alpha1.Cluster, req *workv1alpha2.ReplicaRequirements) int32 {
+	read := v.clusters[c.Name]
+	if read == nil || read.Status.ResourceSummary == nil || c.Status.ResourceSummary == nil ||
+		apiequality.Semantic.DeepEqual(read.Status.ResourceSummary.Allocating, c.Status.ResourceSummary.Allocating) {
+		return 0
+	}
+	general := estimatorclient.NewGeneralEstimator()
+	now, err := general.MaxAvailableReplicas(ctx, estimatorclient.ReplicaEstimationRequest{Clusters: []*clusterv1alpha1.Cluster{c}, ReplicaRequirements: req})
+	if err != nil || len(now) != 1 {
+		return 0
+	}
+	before, err := general.MaxAvailableReplicas(ctx, estimatorclient.ReplicaEstimationRequest{Clusters: []*clusterv1alpha1.Cluster{read}, ReplicaRequirements: req})
+	if err != nil || len(before) != 1 {
+		return 0
+	}
+	return now[0].Replicas - before[0].Replicas
+}

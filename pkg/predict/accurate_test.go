@@ -1,0 +1,84 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// fixedRoom is a member's estimator that answers the same for every workload.
+type fixedRoom int32
+
+func (f fixedRoom) MaxAvailableReplicas(context.Context, *workv1alpha2.ReplicaRequirements) (int32, error) {
+	return int32(f), nil
+}
+
+// With estimators on, karmada-scheduler takes per cluster the lower of the
+// general estimate and the member's estimator: a member whose nodes are
+// cordoned reports room in its summary but gets nothing.
+func TestPredictWithMemberEstimators(t *testing.T) {
+	three := []*clusterv1alpha1.Cluster{cluster("member1", 100), cluster("member2", 100), cluster("member3", 100)}
+	all := []string{"member1", "member2", "member3"}
+	tests := []struct {
+		name       string
+		accurate   map[string]AccurateEstimator
+		unreadable map[string]error
+		verdict    Verdict
+		predicted  map[string]int32
+		message    string
+	}{
+		{name: "the estimators agree with the summaries",
+			accurate: map[string]AccurateEstimator{"member1": fixedRoom(100), "member2": fixedRoom(100), "member3": fixedRoom(100)},
+			verdict:  WouldMove, predicted: map[string]int32{"member1": 2, "member2": 2, "member3": 2}},
+		{name: "member1's nodes are cordoned",
+			accurate: map[string]AccurateEstimator{"member1": fixedRoom(0), "member2": fixedRoom(100), "member3": fixedRoom(100)},
+			verdict:  Unchanged, predicted: map[string]int32{"member2": 3, "member3": 3}},
+		{name: "the lower of the two counts",
+			accurate: map[string]AccurateEstimator{"member1": fixedRoom(1000), "member2": fixedRoom(50), "member3": fixedRoom(25)},
+			verdict:  WouldMove, predicted: map[string]int32{"member1": 3, "member2": 2, "member3": 1}},
+		{name: "a member that cannot be read",
+			accurate:   map[string]AccurateEstimator{"member1": fixedRoom(100), "member2": fixedRoom(100)},
+			unreadable: map[string]error{"member3": errors.New("member3 is a Pull cluster: give --member-kubeconfig")},
+			verdict:    CannotPredict, predicted: map[string]int32{"member2": 3, "member3": 3},
+			message: "karmada-scheduler asks the karmada-scheduler-estimator of member3 for free capacity, which cannot be computed: member3 is a Pull cluster: give --member-kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(three, binding("a", dynamic, 6, tc("member2", 3), tc("member3", 3)))
+			in.Estimated, in.Accurate, in.Unreadable = all, tt.accurate, tt.unreadable
+			got, err := Predict(context.Background(), in, []rebalance.Target{deploy("a")}, Options{})
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, tt.verdict, got[0].Verdict, got[0].Message)
+			assert.Equal(t, tt.predicted, placementMap(got[0].Predicted))
+			if tt.message != "" {
+				assert.Equal(t, tt.message, got[0].Message)
+			}
+		})
+	}
+}
+
+// A prediction without estimators is not answered by the estimators of
+// another one made at the same time: each reads its own members.
+func TestPredictEstimatorsArePerPrediction(t *testing.T) {
+	three := []*clusterv1alpha1.Cluster{cluster("member1", 100), cluster("member2", 100), cluster("member3", 100)}
+	with := input(three, binding("a", dynamic, 6, tc("member2", 3), tc("member3", 3)))
+	with.Estimated = []string{"member1", "member2", "member3"}
+	with.Accurate = map[string]AccurateEstimator{"member1": fixedRoom(0), "member2": fixedRoom(100), "member3": fixedRoom(100)}
+	marked, forget := withAccurate(with.Clusters, with.Accurate)
+	defer forget()
+	require.NotEmpty(t, marked[0].Annotations[viewAnnotation])
+	assert.Empty(t, three[0].Annotations, "the clusters read are left as they are")
+
+	without := input(three, binding("a", dynamic, 6, tc("member2", 3), tc("member3", 3)))
+	got, err := Predict(context.Background(), without, []rebalance.Target{deploy("a")}, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int32{"member1": 2, "member2": 2, "member3": 2}, placementMap(got[0].Predicted))
+}

@@ -1,0 +1,133 @@
+package estimator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs kubectl rebalance with args against the control plane.
+func run(t *testing.T, cp *harness.ControlPlane, args ...string) result {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
+	code := cmd.Execute(root, streams)
+	res := result{code: code, stdout: out.String(), stderr: errOut.String()}
+	t.Logf("kubectl rebalance %s\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+	return res
+}
+
+// report runs kubectl rebalance with args and -o report-json and decodes it.
+func report(t *testing.T, cp *harness.ControlPlane, args ...string) *rbprinters.Report {
+	t.Helper()
+	res := run(t, cp, append(args, "-o", "report-json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	r := &rbprinters.Report{}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), r), res.stdout)
+	return r
+}
+
+// text prints a placement like fixtures.Placement.
+func text(m map[string]int32) string {
+	if m == nil {
+		return "<none>"
+	}
+	names := make([]string, 0, len(m))
+	for name, n := range m {
+		if n != 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s:%d", name, m[name])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// failover taints member1 NoExecute, as the seed tutorial does, and waits
+// until Karmada moved every binding to member2 and finished evicting it.
+func failover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, bindings ...string) {
+	t.Helper()
+	require.NoError(t, c.SetClusterTaint(ctx, "member1", true))
+	t.Cleanup(func() { _ = c.SetClusterTaint(context.Background(), "member1", false) })
+	for _, b := range bindings {
+		_, err := c.WaitForPlacement(ctx, ns, b, 2*time.Minute, "{member2:3}")
+		require.NoError(t, err)
+		var tasks []workv1alpha2.GracefulEvictionTask
+		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, b, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			tasks = rb.Spec.GracefulEvictionTasks
+			return len(tasks) == 0, nil
+		})
+		require.NoError(t, err, "karmada never finished evicting %s/%s from member1: graceful eviction tasks %+v", ns, b, tasks)
+	}
+}
+
+// logBuffer collects a daemon's output.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startFailback runs kubectl rebalance failback in this process until the
+// test ends.
+func startFailback(t *testing.T, cp *harness.ControlPlane, args ...string) *logBuffer {
+	t.Helper()
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: logs, ErrOut: logs}
+	root := cmd.NewCmdRebalance(streams)
+	root.SetArgs(append([]string{"failback", "--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
+	root.SetContext(ctx)
+	done := make(chan int, 1)
+	go func() { done <- cmd.Execute(root, streams) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			t.Logf("failback exit %d; logs:\n%s", code, logs.text())
+		case <-time.After(time.Minute):
+			t.Errorf("the failback daemon did not stop; logs:\n%s", logs.text())
+		}
+	})
+	return logs
+}
