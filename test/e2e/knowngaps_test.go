@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
@@ -22,8 +18,8 @@ import (
 )
 
 // The tests in this file show, on the default environment, the defects that
-// still keep some suites on an environment of their own (docs/testing.md,
-// "Known gaps"). Each is skipped with the issue that fixes it; that issue
+// kept some suites on an environment of their own (docs/testing.md, "Known
+// gaps"). One still open is skipped with the issue that fixes it; that issue
 // removes the skip and moves its suite to the default environment.
 
 // tutorialAfterFailover runs the seed tutorial up to the recovery: the
@@ -42,11 +38,11 @@ func tutorialAfterFailover(ctx context.Context, t *testing.T, c *fixtures.Client
 	require.NoError(t, c.SetClusterTaint(ctx, "member1", false))
 }
 
-// TestKnownGapPlanWithEstimators: with scheduler-estimators on, plan should
-// predict the seed workload's return to member1, and --to-cluster member1
-// should select it. Symptom today: CannotPredict (SchedulerEstimator).
-func TestKnownGapPlanWithEstimators(t *testing.T) {
-	t.Skip("known gap, issue 26: plan answers CannotPredict (SchedulerEstimator) with estimators on (docs/testing.md)")
+// TestPlanWithEstimators: with scheduler-estimators on, plan predicts the
+// seed workload's return to member1, and --to-cluster member1 selects it.
+// It showed issue 26's gap (CannotPredict (SchedulerEstimator)) until that
+// issue landed.
+func TestPlanWithEstimators(t *testing.T) {
 	cp := harness.Require(t)
 	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "gap-plan", "foo"
@@ -109,52 +105,4 @@ func TestKnownGapWavesWithWorkloadRebalancerController(t *testing.T) {
 		}
 	}
 	assert.LessOrEqual(t, atCreation, inFlight, "only the first wave may be triggered when the record is created")
-}
-
-// TestKnownGapFailbackSeedStoryDefaultEnv: the failback daemon should bring
-// the seed workload back to member1 after the recovery, with no other
-// command. Symptom today: each recovery ends with result=nothing
-// workloads=0 (plan cannot predict with estimators on), and a record would be
-// triggered all at once by Karmada's controller.
-func TestKnownGapFailbackSeedStoryDefaultEnv(t *testing.T) {
-	t.Skip("known gaps, issues 26 and 27: failback moves nothing with estimators on (docs/testing.md)")
-	cp := harness.Require(t)
-	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
-	const ns, name = "gap-failback", "foo"
-
-	logs := &syncWriter{}
-	dctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: logs, ErrOut: logs}
-	root := cmd.NewCmdRebalance(streams)
-	root.SetArgs([]string{"failback", "--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir(), "-n", ns,
-		"--stabilization-window", "5s", "--leader-elect-identity", "gap", "--metrics-bind-address", "127.0.0.1:0"})
-	root.SetContext(dctx)
-	go func() { done <- cmd.Execute(root, streams) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	tutorialAfterFailover(ctx, t, c, ns, name)
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", time.Second, fixtures.TutorialSplits...)
-		return err == nil, nil
-	})
-	require.NoError(t, err, "the seed workload never came back to member1; daemon logs:\n%s", logs.String())
-}
-
-// syncWriter lets the daemon's goroutines and the test share one log.
-type syncWriter struct {
-	mu sync.Mutex
-	w  strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }

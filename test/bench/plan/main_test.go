@@ -18,8 +18,5 @@ func TestMain(m *testing.M) {
 		Members:        3,
 		NodesPerMember: 2,
 		NodePods:       "2000",
-		// Known gap (docs/testing.md): with estimators on, plan cannot
-		// predict capacity-dependent workloads yet (issue 26).
-		WithoutSchedulerEstimator: true,
 	}))
 }

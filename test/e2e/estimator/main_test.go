@@ -1,7 +1,7 @@
 // Package estimator proves plan, kubectl rebalance --to-cluster and failback
 // on the users' default control plane: a karmada-scheduler-estimator per
 // member and karmada-scheduler with --enable-scheduler-estimator, every
-// Karmada controller on. Placements that depend on free capacity are
+// Karmada controller on, member3 in Pull mode. Placements that depend on free capacity are
 // predicted from the members' nodes and pods with Karmada's own estimator
 // code, and the tests hold the predictions to what karmada-scheduler then
 // really does.
@@ -15,5 +15,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("ESTIMATOR_E2E_DIR"), Members: 3, NodePods: "2000", SchedulerEstimator: true, Progress: os.Stderr}))
+	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("ESTIMATOR_E2E_DIR"), Members: 3, NodePods: "2000", Progress: os.Stderr}))
 }

@@ -5,15 +5,14 @@
 // command run; a cluster that flaps during its window; and a failure budget
 // spent on a workload that never gets ready.
 //
-// Known gap (docs/testing.md): this suite still runs on the environment it was
-// written for - two Push members, no scheduler-estimators, and every Karmada
-// controller but the workloadRebalancer one - because failback does not work
-// on the default environment yet: with estimators on, plan cannot predict the
-// seed workload, so failback selects nothing (issue 26), and Karmada's
-// workloadRebalancer controller triggers every workload of a failback record
-// at once (issue 27). TestKnownGapFailbackSeedStoryDefaultEnv in test/e2e shows
-// the symptom on the default environment; the issues that fix them move this
-// suite to the default.
+// Known gap (docs/testing.md): this suite still runs two Push members and
+// every Karmada controller but the workloadRebalancer one, because on the
+// default environment Karmada's workloadRebalancer controller triggers every
+// workload of a failback record at once, so its waves, readiness gate and
+// failure budget do nothing (issue 27, the same defect as
+// TestKnownGapWavesWithWorkloadRebalancerController in test/e2e). The seed
+// story itself runs on the default environment in test/e2e/estimator
+// (TestFailbackSeedStoryWithEstimators).
 package failback
 
 import (
@@ -25,9 +24,8 @@ import (
 
 func TestMain(m *testing.M) {
 	os.Exit(harness.RunTests(m, harness.Options{
-		Members:                   2,
-		Progress:                  os.Stderr,
-		KarmadaControllers:        "*,-workloadRebalancer",
-		WithoutSchedulerEstimator: true,
+		Members:            2,
+		Progress:           os.Stderr,
+		KarmadaControllers: "*,-workloadRebalancer",
 	}))
 }

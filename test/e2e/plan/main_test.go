@@ -2,12 +2,6 @@
 // then really does, on a real Karmada control plane: each scenario plans,
 // rebalances for real, and compares the predicted placement with the
 // binding's placement after the scheduler answered.
-//
-// Known gap (docs/testing.md): the suite runs karmada-scheduler without
-// scheduler-estimators, because with them on (the default environment) plan
-// answers CannotPredict for every capacity-dependent workload (issue 26).
-// TestKnownGapPlanWithEstimators in test/e2e shows the symptom on the default
-// environment; issue 26 moves this suite to it.
 package plan
 
 import (
@@ -23,5 +17,5 @@ func TestMain(m *testing.M) {
 	// division, and when the members report them is a matter of timing.
 	// PLAN_E2E_DIR keeps the control plane's logs (karmada-scheduler's among
 	// them) after a passing run too, to compare a plan with the scheduler.
-	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("PLAN_E2E_DIR"), Members: 3, NodePods: "1000", Progress: os.Stderr, WithoutSchedulerEstimator: true}))
+	os.Exit(harness.RunTests(m, harness.Options{Dir: os.Getenv("PLAN_E2E_DIR"), Members: 3, NodePods: "1000", Progress: os.Stderr}))
 }
