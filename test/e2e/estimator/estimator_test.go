@@ -100,7 +100,11 @@ func TestMembersReadThroughContexts(t *testing.T) {
 	require.NoError(t, err)
 	var push, pull []*clusterv1alpha1.Cluster
 	for i := range list.Items {
-		push = append(push, &list.Items[i])
+		// member3 is a real Pull member, which only its context reaches;
+		// the Push members are read both ways and must agree.
+		if list.Items[i].Spec.SyncMode == clusterv1alpha1.Push {
+			push = append(push, &list.Items[i])
+		}
 		asPull := list.Items[i].DeepCopy()
 		asPull.Spec.SyncMode = clusterv1alpha1.Pull
 		pull = append(pull, asPull)
@@ -121,6 +125,11 @@ func TestMembersReadThroughContexts(t *testing.T) {
 		assert.Equal(t, want, got, cl.Name)
 		assert.Positive(t, got, cl.Name)
 	}
+	require.Len(t, push, 2, "member1 and member2 are Push members")
+	require.Contains(t, byContext, "member3")
+	got, err := byContext["member3"].MaxAvailableReplicas(ctx, req)
+	require.NoError(t, err)
+	assert.Positive(t, got, "the Pull member3 read through its context")
 
 	_, failed = estimate.Reader{Karmada: cp.Karmada}.Read(ctx, pull[:1])
 	require.Len(t, failed, 1)
