@@ -248,7 +248,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.Options.OvercommitProtection && !t.hasOvercommitGate() {
 		info, err := t.karmadaRelease()
 		fmt.Fprintf(t.ErrOut, "warning: --overcommit-protection ignored: %s, whose karmada-scheduler has no SchedulingOvercommitProtection feature gate (added in v1.18); "+
-			"predicting as it schedules, every decision of the batch reading the same resource summaries\n", releaseName(info, err))
+			"predicting as it schedules, every decision of the batch reading the same resource summaries\n", karmadaversion.Describe(info, err))
 		o.Options.OvercommitProtection = false
 	}
 	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), o.Options)
@@ -326,7 +326,7 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 		opts.Release = &info
 	} else {
 		fmt.Fprintf(o.ErrOut, "warning: %s; predicting with the rules of the scheduler this plugin is built with (Karmada %s)\n",
-			releaseName(info, err), karmadaversion.NewestTested)
+			karmadaversion.Describe(info, err), karmadaversion.NewestTested)
 	}
 	if opts.InFlight == 0 {
 		// A rebalance writes its triggers with --burst writers (plan, which

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 )
 
 // predictionOptions are the flags of kubectl rebalance that need a prediction
@@ -100,7 +101,7 @@ func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
 }
 
 // printReport writes the report of a finished (or dry) run.
-func (o *RebalanceOptions) printReport(result *rebalance.Result) error {
+func (o *RebalanceOptions) printReport(result *run.Result) error {
 	report := rbprinters.RebalanceReport(result.Rows, o.predictions, o.Selection, o.DryRun != rebalance.DryRunNone, string(o.DryRun))
 	return rbprinters.PrintReport(o.Out, report, o.OutputFormat)
 }

@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func TestAffinityNotes(t *testing.T) {
 			require.NoError(t, err)
 			var out bytes.Buffer
 			detected := false
-			notes.print(&out, func() (karmadaversion.Info, error) { detected = true; return tt.detect() })
+			notes.report(func(line string) { out.WriteString(line + "\n") }, func() (karmadaversion.Info, error) { detected = true; return tt.detect() })
 			assert.Equal(t, tt.want, out.String())
 			assert.Equal(t, tt.want != "", detected, "the release is asked only when it matters")
 		})
