@@ -267,14 +267,14 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 
 // hasOvercommitGate reports whether karmada-scheduler's release may have the
 // SchedulingOvercommitProtection feature gate (v1.18 and newer).
-func (o *RebalanceOptions) hasOvercommitGate() bool {
+func (o *targetOptions) hasOvercommitGate() bool {
 	info, err := o.karmadaRelease()
 	gate := info.SchedulerRemembersRecentPlacements()
 	return err != nil || !gate.Known || gate.Yes
 }
 
 // predictSource is where predict reads the bindings and clusters from.
-func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
+func (o *targetOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
@@ -295,7 +295,7 @@ func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.So
 // predict reads the bindings and clusters of targets (or takes those read
 // ahead, o.ahead) and predicts them. It fails when --to-cluster names a
 // cluster the control plane does not have.
-func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
+func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
 	in, ok, err := o.ahead.input(ctx, targets, o.AllNamespaces)
 	if !ok {
 		source, serr := o.predictSource(mode)

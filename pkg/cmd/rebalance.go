@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -15,13 +14,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/rest"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
@@ -142,77 +139,33 @@ var bindingGroupKind = schema.GroupKind{Group: "work.karmada.io", Kind: "Resourc
 
 // RebalanceOptions holds the flags and the state of `kubectl rebalance`.
 type RebalanceOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	PrintFlags  *genericclioptions.PrintFlags
-	resource.FilenameOptions
+	// targetOptions name the workloads and reach the Karmada apiserver.
+	*targetOptions
+	PrintFlags *genericclioptions.PrintFlags
 
 	// KarmadaContext is the value of --karmada-context, an alias of --context.
 	KarmadaContext string
-	LabelSelector  string
-	AllNamespaces  bool
-	All            bool
 	NoHeaders      bool
 	DryRunFlag     string
 	Wait           bool
-	Timeout        time.Duration
-	QPS            float32
-	Burst          int
 	recordOptions
 	predictionOptions
 	waveOptions
 
 	// Set by Complete.
-	Args             []string
-	Namespace        string
-	EnforceNamespace bool
-	DryRun           rebalance.DryRun
-	OutputFormat     string
-	printer          printers.ResourcePrinter
-	factory          cmdutil.Factory
-	// guard ties the start-up requests to Ctrl-C and --timeout, and
-	// remembers the last failed request for messages.
-	guard *requestGuard
-	// mapped, when set, is called by startup once the API's types are
-	// mapped, before the workloads are resolved.
-	mapped func(meta.RESTMapper)
-	// ahead is what plan reads while the workloads are resolved; nil
-	// where their scope is not known before.
-	ahead *readAhead
-	// deadline is when --timeout runs out, counted from the start of Run.
-	deadline time.Time
-
-	// The Karmada release, detected once when a behaviour depends on it.
-	releaseOnce sync.Once
-	release     karmadaversion.Info
-	releaseErr  error
-
-	// embed is set when the failback daemon runs a rebalance in its own
-	// process; nil for the command line.
-	embed *embedding
-
-	genericiooptions.IOStreams
+	DryRun       rebalance.DryRun
+	OutputFormat string
+	printer      printers.ResourcePrinter
 }
 
 // NewRebalanceOptions returns options with the flags' defaults.
 func NewRebalanceOptions(streams genericiooptions.IOStreams) *RebalanceOptions {
-	o := &RebalanceOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50),
-		PrintFlags:  genericclioptions.NewPrintFlags("rebalanced"),
-		DryRunFlag:  "none",
-		Wait:        true,
-		Timeout:     defaultTimeout,
-		QPS:         defaultQPS,
-		Burst:       defaultBurst,
-		IOStreams:   streams,
-		guard:       &requestGuard{},
+	return &RebalanceOptions{
+		targetOptions: newTargetOptions(streams),
+		PrintFlags:    genericclioptions.NewPrintFlags("rebalanced"),
+		DryRunFlag:    "none",
+		Wait:          true,
 	}
-	// Every client built from the flags obeys --qps and --burst, Ctrl-C
-	// and --timeout.
-	o.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
-		c.QPS, c.Burst = o.QPS, o.Burst
-		return o.guard.wrapConfig(c)
-	}
-	return o
 }
 
 // NewCmdRebalance builds the `kubectl rebalance` command tree.
@@ -370,14 +323,11 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.embed == nil {
-		// Ctrl-C ends the run like the timeout does: what was written is
-		// still reported. A second Ctrl-C ends the process at once.
-		var stop context.CancelFunc
-		ctx, stop = signalContext(ctx)
-		defer stop()
-		o.quietenClientLogs()
-	}
+	// Ctrl-C ends the run like the timeout does: what was written is
+	// still reported. A second Ctrl-C ends the process at once.
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	o.quietenClientLogs()
 	// --timeout bounds the whole run, from the first request on.
 	o.deadline = time.Now().Add(o.Timeout)
 
@@ -387,7 +337,8 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 	if o.needsPrediction() {
 		predictCtx, cancel := deadlineContext(ctx, o.deadline)
-		err := o.selectTargets(predictCtx, resolved)
+		var err error
+		o.predictions, err = o.selectTargets(predictCtx, resolved, o.Selection)
 		cancel()
 		if err != nil {
 			return err
@@ -449,7 +400,6 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 			TTL:        o.ttl,
 			WaitTTL:    o.WaitTTL,
 			ServerSide: o.ServerSide,
-			Labels:     o.embed.recordLabels(),
 		},
 	}
 	if o.MaxInFlight > 0 {
@@ -469,7 +419,7 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 
 // engine builds the run's engine: a Karmada client whose answers feed the
 // server clock, and the command's way of explaining errors.
-func (o *RebalanceOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
+func (o *targetOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return nil, withExitCode(ExitError, o.kubeconfigError(err))
@@ -494,7 +444,7 @@ func (o *RebalanceOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
 
 // checkRebalancerServed makes sure the control plane serves
 // WorkloadRebalancers before a recorded run.
-func (o *RebalanceOptions) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
+func (o *targetOptions) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
 	checkCtx, cancel := deadlineContext(ctx, o.deadline)
 	defer cancel()
 	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
@@ -538,13 +488,13 @@ func (o *RebalanceOptions) exitCode(result *run.Result, err error, recorded bool
 // quietenClientLogs keeps client-go's internal logging off the terminal
 // unless -v asks for it (setupClientLogs). Warnings the API server sends with
 // its answers still go to stderr, as in kubectl.
-func (o *RebalanceOptions) quietenClientLogs() {
+func (o *targetOptions) quietenClientLogs() {
 	setupClientLogs(o.ErrOut)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 }
 
 // printNothingFound says, like kubectl get, that the selection was empty.
-func (o *RebalanceOptions) printNothingFound() {
+func (o *targetOptions) printNothingFound() {
 	switch {
 	case o.AllNamespaces:
 		fmt.Fprintln(o.ErrOut, "No resources found")
@@ -554,7 +504,7 @@ func (o *RebalanceOptions) printNothingFound() {
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *RebalanceOptions) contextName() string {
+func (o *targetOptions) contextName() string {
 	if name := *o.ConfigFlags.Context; name != "" {
 		return name
 	}
@@ -566,7 +516,7 @@ func (o *RebalanceOptions) contextName() string {
 }
 
 // serverURL names the API server in use, for messages.
-func (o *RebalanceOptions) serverURL() string {
+func (o *targetOptions) serverURL() string {
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil || config.Host == "" {
 		return "unknown server"
@@ -577,7 +527,7 @@ func (o *RebalanceOptions) serverURL() string {
 // failureEvents reads the scheduler's failure events from the Karmada
 // apiserver. Without it (no client could be made), a binding that was failing
 // before its trigger is only reported when the run ends.
-func (o *RebalanceOptions) failureEvents() rebalance.FailureEvents {
+func (o *targetOptions) failureEvents() rebalance.FailureEvents {
 	kube, err := o.factory.KubernetesClientSet()
 	if err != nil {
 		return nil

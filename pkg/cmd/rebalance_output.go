@@ -55,16 +55,22 @@ func (o *RebalanceOptions) print(result *run.Result, resolved *rebalance.Resolve
 		}
 	}
 
-	summary := rbprinters.Summarize(result.Rows).String()
-	switch o.DryRun {
+	fmt.Fprintln(o.ErrOut, rowsSummary(result.Rows, o.DryRun))
+	warnUnchangeable(o.ErrOut, result.Rows)
+	return nil
+}
+
+// rowsSummary is the one-line summary of rows, saying when they are those
+// of a dry run.
+func rowsSummary(rows []rebalance.Row, dryRun rebalance.DryRun) string {
+	summary := rbprinters.Summarize(rows).String()
+	switch dryRun {
 	case rebalance.DryRunClient:
 		summary += " (dry run)"
 	case rebalance.DryRunServer:
 		summary += " (server dry run)"
 	}
-	fmt.Fprintln(o.ErrOut, summary)
-	o.warnUnchangeable(result.Rows)
-	return nil
+	return summary
 }
 
 // rebalancer builds the WorkloadRebalancer that stands for this run. A run
@@ -107,7 +113,7 @@ func (o *RebalanceOptions) newRunOutput(resolved *rebalance.Resolved) *runOutput
 func (r *runOutput) hooks() run.Hooks {
 	h := run.Hooks{Progress: r.progress.Update, Notice: r.notice, Rows: r.rows}
 	if r.waves != nil {
-		h.Waves = r.o.embed.progressTo(r.waves.Update)
+		h.Waves = r.waves.Update
 	}
 	return h
 }
@@ -120,7 +126,6 @@ func (r *runOutput) notice(line string) {
 // rows ends the progress output and prints the rows.
 func (r *runOutput) rows(res *run.Result) error {
 	r.close()
-	r.o.embed.report(res.Rows, res.Waves)
 	if res.Record != nil {
 		return r.o.printRecorded(res.Record, res.Rows)
 	}

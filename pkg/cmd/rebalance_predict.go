@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
@@ -31,26 +32,26 @@ func (o *RebalanceOptions) needsPrediction() bool {
 	return !o.Selection.IsZero() || isReport(o.OutputFormat)
 }
 
-// selectTargets predicts the targets and, with --to-cluster or
-// --changed-only, keeps only the selected ones. It says on stderr how many
-// were selected.
-func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalance.Resolved) error {
-	if len(resolved.Rebalancers) > 0 && !o.Selection.IsZero() {
-		return withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
+// selectTargets predicts the targets and, with a selection (--to-cluster,
+// --changed-only), keeps only the selected ones; it says on stderr how many
+// were selected. It returns the predictions of all, by workload.
+func (o *targetOptions) selectTargets(ctx context.Context, resolved *rebalance.Resolved, sel predict.Selection) (map[rebalance.Workload]predict.Prediction, error) {
+	if len(resolved.Rebalancers) > 0 && !sel.IsZero() {
+		return nil, withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
 			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
 	}
-	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorAuto, predict.Options{})
+	predictions, _, err := o.predict(ctx, resolved.Targets, sel, predict.EstimatorAuto, predict.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	o.predictions = make(map[rebalance.Workload]predict.Prediction, len(predictions))
+	byWorkload := make(map[rebalance.Workload]predict.Prediction, len(predictions))
 	for _, p := range predictions {
-		o.predictions[p.Workload] = p
+		byWorkload[p.Workload] = p
 	}
-	if o.Selection.IsZero() {
-		return nil
+	if sel.IsZero() {
+		return byWorkload, nil
 	}
-	selected := predict.Select(predictions, o.Selection)
+	selected := predict.Select(predictions, sel)
 	keep := make(map[rebalance.Workload]bool, len(selected))
 	for _, p := range selected {
 		keep[p.Workload] = true
@@ -62,8 +63,8 @@ func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalanc
 		}
 	}
 	resolved.Targets = targets
-	fmt.Fprintf(o.ErrOut, "%d of %d workload(s) selected by %s\n", len(selected), len(predictions), selectionText(o.Selection))
-	return nil
+	fmt.Fprintf(o.ErrOut, "%d of %d workload(s) selected by %s\n", len(selected), len(predictions), selectionText(sel))
+	return byWorkload, nil
 }
 
 // selectionText names the selection flags given.
@@ -80,7 +81,7 @@ func selectionText(sel predict.Selection) string {
 
 // warnUnchangeable warns about workloads whose placement a fresh reschedule
 // cannot change, which the scheduler reports as Scheduled all the same.
-func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
+func warnUnchangeable(w io.Writer, rows []rebalance.Row) {
 	var names []string
 	for _, row := range rows {
 		if row.Unchangeable != "" && row.Observation.Outcome != rebalance.OutcomeIgnored {
@@ -96,7 +97,7 @@ func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
 		more = fmt.Sprintf(" and %d more", len(names)-most)
 		names = names[:most]
 	}
-	fmt.Fprintf(o.ErrOut, "Warning: a fresh reschedule cannot change the placement of %s%s: it does not follow free capacity, so the trigger only repeats an ordinary scheduling pass; 'kubectl rebalance plan' shows which workloads would move\n",
+	fmt.Fprintf(w, "Warning: a fresh reschedule cannot change the placement of %s%s: it does not follow free capacity, so the trigger only repeats an ordinary scheduling pass; 'kubectl rebalance plan' shows which workloads would move\n",
 		strings.Join(names, ", "), more)
 }
 

@@ -70,7 +70,7 @@ func (o *RebalanceOptions) recordFlagsGiven() bool {
 
 // rebalancerKindError explains a failure to map the WorkloadRebalancer kind
 // of a manifest: the control plane predates the CRD.
-func (o *RebalanceOptions) rebalancerKindError(err error) error {
+func (o *targetOptions) rebalancerKindError(err error) error {
 	if meta.IsNoMatchError(err) && strings.Contains(err.Error(), appsv1alpha1.ResourceKindWorkloadRebalancer) {
 		return o.rebalancerNotServed()
 	}
@@ -78,7 +78,7 @@ func (o *RebalanceOptions) rebalancerKindError(err error) error {
 }
 
 // rebalancerNotServed says that the control plane has no WorkloadRebalancer CRD.
-func (o *RebalanceOptions) rebalancerNotServed() error {
+func (o *targetOptions) rebalancerNotServed() error {
 	return fmt.Errorf("the Karmada control plane behind context %q (%s) does not serve %s: it is older than Karmada v1.10, which introduced WorkloadRebalancers; "+
 		"rebalance without --name, --ttl, --server-side or a WorkloadRebalancer manifest (nothing is recorded then), or upgrade Karmada",
 		o.contextName(), o.serverURL(), record.RebalancerResource)
