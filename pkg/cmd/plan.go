@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -91,9 +92,11 @@ var (
 
 // PlanOptions holds the flags and the state of `kubectl rebalance plan`.
 type PlanOptions struct {
-	// targets holds the target flags, the kubeconfig and the resolution of
-	// workloads, shared with kubectl rebalance.
-	targets *RebalanceOptions
+	// targets name the workloads and reach the Karmada apiserver, as for
+	// kubectl rebalance.
+	targets    *targetOptions
+	PrintFlags *genericclioptions.PrintFlags
+	NoHeaders  bool
 	// Selection holds --to-cluster and --changed-only.
 	Selection predict.Selection
 	// Estimator is --scheduler-estimator.
@@ -101,16 +104,19 @@ type PlanOptions struct {
 	// Options hold --overcommit-protection.
 	Options predict.Options
 
+	// Set by Complete.
+	OutputFormat string
+	printer      printers.ResourcePrinter
+
 	genericiooptions.IOStreams
 }
 
 // NewCmdPlan builds the `plan` subcommand. It reads the kubeconfig flags of
 // the root command through root and f.
 func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	targets := NewRebalanceOptions(streams)
+	targets := newTargetOptions(streams)
 	targets.ConfigFlags = root.ConfigFlags
-	targets.PrintFlags = genericclioptions.NewPrintFlags("")
-	o := &PlanOptions{targets: targets, Estimator: string(predict.EstimatorAuto), IOStreams: streams}
+	o := &PlanOptions{targets: targets, PrintFlags: genericclioptions.NewPrintFlags(""), Estimator: string(predict.EstimatorAuto), IOStreams: streams}
 
 	cmd := &cobra.Command{
 		Use:                   "plan (TYPE[.VERSION][.GROUP] [NAME...] | TYPE[.VERSION][.GROUP]/NAME... | -f FILENAME | TYPE -l SELECTOR | TYPE --all)",
@@ -141,7 +147,7 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	cmdutil.AddLabelSelectorFlagVar(cmd, &targets.LabelSelector)
 	flags.BoolVarP(&targets.AllNamespaces, "all-namespaces", "A", false, "Predict the selected workloads in all namespaces.")
 	flags.BoolVar(&targets.All, "all", false, "Predict all workloads of the given types in the namespace.")
-	flags.BoolVar(&targets.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
+	flags.BoolVar(&o.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
 	flags.DurationVar(&targets.Timeout, "timeout", targets.Timeout, "How long to wait for the API server before giving up.")
 	addSelectionFlags(cmd, &o.Selection, "Keep only")
 	flags.StringVar(&o.Estimator, "scheduler-estimator", o.Estimator,
@@ -149,8 +155,8 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	flags.BoolVar(&o.Options.OvercommitProtection, "overcommit-protection", false,
 		"Predict for a karmada-scheduler running with --feature-gates=SchedulingOvercommitProtection=true: each decision of a batch deducts its whole footprint from the clusters it lands on before the next one. By default every decision reads the clusters' summaries as reported now, as the scheduler does without that gate.")
 	_ = cmd.RegisterFlagCompletionFunc("scheduler-estimator", cobra.FixedCompletions([]string{"auto", "enabled", "disabled"}, cobra.ShellCompDirectiveNoFileComp))
-	targets.PrintFlags.AddFlags(cmd)
-	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, targets.PrintFlags.AllowedFormats()...)
+	o.PrintFlags.AddFlags(cmd)
+	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, o.PrintFlags.AllowedFormats()...)
 	flags.Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s). The default is a table; yaml and json print a WorkloadRebalancer of the selected workloads.", strings.Join(formats, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -178,16 +184,16 @@ func (o *PlanOptions) Complete(f cmdutil.Factory, root *RebalanceOptions, cmd *c
 	if err != nil {
 		return t.kubeconfigError(err)
 	}
-	t.OutputFormat = ""
-	if t.PrintFlags.OutputFormat != nil {
-		t.OutputFormat = *t.PrintFlags.OutputFormat
+	o.OutputFormat = ""
+	if o.PrintFlags.OutputFormat != nil {
+		o.OutputFormat = *o.PrintFlags.OutputFormat
 	}
-	switch t.OutputFormat {
+	switch o.OutputFormat {
 	case "", "wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
 	default:
-		if t.printer, err = t.PrintFlags.ToPrinter(); err != nil {
-			return fmt.Errorf("invalid --output %q: use one of wide, %s, %s, %s", t.OutputFormat,
-				rbprinters.OutputReportJSON, rbprinters.OutputReportYAML, strings.Join(t.PrintFlags.AllowedFormats(), ", "))
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return fmt.Errorf("invalid --output %q: use one of wide, %s, %s, %s", o.OutputFormat,
+				rbprinters.OutputReportJSON, rbprinters.OutputReportYAML, strings.Join(o.PrintFlags.AllowedFormats(), ", "))
 		}
 	}
 	return nil
@@ -343,24 +349,23 @@ func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target,
 
 // print writes the plan in the chosen format.
 func (o *PlanOptions) print(predictions []predict.Prediction) error {
-	t := o.targets
-	switch t.OutputFormat {
+	switch o.OutputFormat {
 	case "", "wide":
 		if len(predictions) > 0 {
-			err := rbprinters.PrintPlan(t.Out, predictions, rbprinters.PlanPrintOptions{
-				Wide: t.OutputFormat == "wide", NoHeaders: t.NoHeaders, WithNamespace: t.AllNamespaces})
+			err := rbprinters.PrintPlan(o.Out, predictions, rbprinters.PlanPrintOptions{
+				Wide: o.OutputFormat == "wide", NoHeaders: o.NoHeaders, WithNamespace: o.targets.AllNamespaces})
 			if err != nil {
 				return withExitCode(ExitError, err)
 			}
-			fmt.Fprintln(t.Out)
+			fmt.Fprintln(o.Out)
 			for _, line := range rbprinters.ClusterLines(predict.ByCluster(predictions)) {
-				fmt.Fprintln(t.Out, line)
+				fmt.Fprintln(o.Out, line)
 			}
 		}
-		fmt.Fprintln(t.Out, o.countsLine(predictions))
+		fmt.Fprintln(o.Out, o.countsLine(predictions))
 		return nil
 	case rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
-		if err := rbprinters.PrintReport(t.Out, rbprinters.PlanReport(predictions, o.Selection), t.OutputFormat); err != nil {
+		if err := rbprinters.PrintReport(o.Out, rbprinters.PlanReport(predictions, o.Selection), o.OutputFormat); err != nil {
 			return withExitCode(ExitError, err)
 		}
 	case "name":
@@ -369,7 +374,7 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 				TypeMeta:   metav1.TypeMeta{APIVersion: p.Workload.APIVersion, Kind: p.Workload.Kind},
 				ObjectMeta: metav1.ObjectMeta{Namespace: p.Workload.Namespace, Name: p.Workload.Name},
 			}
-			if err := t.printer.PrintObj(obj, t.Out); err != nil {
+			if err := o.printer.PrintObj(obj, o.Out); err != nil {
 				return withExitCode(ExitError, fmt.Errorf("printing %s failed: %w", rbprinters.WorkloadName(p.Workload), err))
 			}
 		}
@@ -378,11 +383,11 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 			// A WorkloadRebalancer must list at least one workload.
 			break
 		}
-		if err := t.printer.PrintObj(planRebalancer(predictions), t.Out); err != nil {
+		if err := o.printer.PrintObj(planRebalancer(predictions), o.Out); err != nil {
 			return withExitCode(ExitError, fmt.Errorf("printing the workloadrebalancer failed: %w", err))
 		}
 	}
-	fmt.Fprintln(t.ErrOut, o.countsLine(predictions))
+	fmt.Fprintln(o.ErrOut, o.countsLine(predictions))
 	return nil
 }
 
