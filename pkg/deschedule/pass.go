@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // Defaults of the original karmada-descheduler.
@@ -36,17 +38,18 @@ const (
 	maxNamespacedLists = 3
 )
 
-// DryRun selects whether a pass changes bindings.
-type DryRun string
+// DryRun selects whether a pass changes bindings: the same three modes as
+// a rebalance (package rebalance defines them once).
+type DryRun = rebalance.DryRun
 
 const (
 	// DryRunNone writes the new assignments and records events.
-	DryRunNone DryRun = "none"
+	DryRunNone = rebalance.DryRunNone
 	// DryRunClient computes the plan and writes nothing.
-	DryRunClient DryRun = "client"
+	DryRunClient = rebalance.DryRunClient
 	// DryRunServer sends the updates with dryRun=All, so that admission and
 	// optimistic concurrency are checked, and persists nothing.
-	DryRunServer DryRun = "server"
+	DryRunServer = rebalance.DryRunServer
 )
 
 // ParseDryRun accepts the values of kubectl's --dry-run flag; "" means none.

@@ -556,13 +556,5 @@ func rowProblem(row rebalance.Row) string {
 	return strings.Join(parts, ": ")
 }
 
-func placementText(p []workv1alpha2.TargetCluster) string {
-	parts := make([]string, 0, len(p))
-	for _, t := range p {
-		parts = append(parts, fmt.Sprintf("%s:%d", t.Name, t.Replicas))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
 // listOne is the cheapest list: one item, to check access.
 var listOne = metav1.ListOptions{Limit: 1}

@@ -128,7 +128,7 @@ func (s *summary) countRows(report *Report) {
 		case row.TriggeredAt != nil:
 			s.bindings = append(s.bindings, bindingEvent{bindingReference(row), corev1.EventTypeNormal, ReasonTriggered, fmt.Sprintf(
 				"Rescheduled afresh by kubectl-rebalance failback because cluster %s recovered (workloadrebalancer %s); placement %s -> %s",
-				s.req.Cluster, s.req.Name, placementText(row.Before), placementText(row.After))})
+				s.req.Cluster, s.req.Name, rebalance.FormatPlacement(row.Before), rebalance.FormatPlacement(row.After))})
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // This file makes a prediction true to the Karmada release the control plane
@@ -529,17 +530,15 @@ func namesWithWeight(shares []share, weight int64) []string {
 	return out
 }
 
-// placementText prints a placement as {member1:2, member2:1}, in name order.
+// placementText prints a placement as {member1:2, member2:1}, in name
+// order, each cluster once: the scheduler's words (rebalance.FormatPlacement)
+// for placements that may list a cluster twice or in another order.
 func placementText(p []workv1alpha2.TargetCluster) string {
 	m := placementMap(p)
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
+	clusters := make([]workv1alpha2.TargetCluster, 0, len(m))
+	for name, replicas := range m {
+		clusters = append(clusters, workv1alpha2.TargetCluster{Name: name, Replicas: replicas})
 	}
-	slices.Sort(names)
-	parts := make([]string, 0, len(names))
-	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s:%d", name, m[name]))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
+	slices.SortFunc(clusters, func(a, b workv1alpha2.TargetCluster) int { return strings.Compare(a.Name, b.Name) })
+	return rebalance.FormatPlacement(clusters)
 }
