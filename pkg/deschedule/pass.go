@@ -478,7 +478,7 @@ func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alp
 	namespaces := map[string]map[string]bool{}
 	kinds := map[string]map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, rb := range candidates {
-		ready := ReadyReplicas(rb)
+		ready := rebalance.ReadyReplicas(rb.Spec, rb.Status)
 		gvk := resourceKind(rb)
 		for _, tc := range rb.Spec.Clusters {
 			in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name)}
@@ -544,7 +544,7 @@ func (d *Descheduler) listScope(nsSet map[string]bool) []string {
 // inputs builds the formula inputs of rb from the pass's cluster indexes and
 // the binding's record of recent evictions.
 func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time.Duration, now time.Time, retryBouncedAfter time.Duration) []ClusterInput {
-	ready := ReadyReplicas(rb)
+	ready := rebalance.ReadyReplicas(rb.Spec, rb.Status)
 	evictions := ReadEvictions(rb)
 	ref := rb.Spec.Resource
 	kind := resourceKind(rb).GroupKind()
