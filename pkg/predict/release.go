@@ -244,9 +244,24 @@ func strategyOf(spec *workv1alpha2.ResourceBindingSpec) string {
 // selected clusters with the replicas each has room for.
 func (s *karmadaScheduler) candidates(ctx context.Context, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) ([]spreadconstraint.ClusterDetailInfo, error) {
 	snapshot := s.cache.Snapshot()
-	var fit []*clusterv1alpha1.Cluster
+	clusters := make([]*clusterv1alpha1.Cluster, 0, snapshot.NumOfClusters())
 	for _, info := range snapshot.GetClusters() {
-		c := info.Cluster()
+		clusters = append(clusters, info.Cluster())
+	}
+	list, err := s.scoreClusters(ctx, clusters, spec, status)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return core.SelectClusters(list, spec.Placement, spec, status, s.cache.AssigningResourceBindings())
+}
+
+// scoreClusters runs Karmada's filter plugins over clusters (leaving out
+// those being deleted) and its score plugins over the ones that fit, and
+// sums each cluster's scores: what the generic scheduler does before it
+// selects clusters. It returns no score when no cluster fits.
+func (s *karmadaScheduler) scoreClusters(ctx context.Context, clusters []*clusterv1alpha1.Cluster, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (framework.ClusterScoreList, error) {
+	var fit []*clusterv1alpha1.Cluster
+	for _, c := range clusters {
 		if !c.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -273,7 +288,7 @@ func (s *karmadaScheduler) candidates(ctx context.Context, spec *workv1alpha2.Re
 			list[i].Score += byCluster[i].Score
 		}
 	}
-	return core.SelectClusters(list, spec.Placement, spec, status, s.cache.AssigningResourceBindings())
+	return list, nil
 }
 
 // olderEstimates replaces, in candidates, the room the pinned general
