@@ -468,6 +468,11 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 		}
 	}
 	rr := r.request(req, resolved)
+	if workloads := rebalance.DistinctWorkloads(resolved.Targets); rr.DryRun != rebalance.DryRunNone && len(workloads) > massThreshold {
+		// As kubectl rebalance announces a large dry run (a failback's
+		// waves are --quiet).
+		fmt.Fprintln(out, announcementHead(workloads, rr.DryRun))
+	}
 	if rr.Waves != nil {
 		// Each workload is bounded by its progress deadline instead.
 		t.deadline = time.Now().Add(100 * 365 * 24 * time.Hour)

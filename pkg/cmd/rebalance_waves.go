@@ -154,26 +154,7 @@ func (o *RebalanceOptions) announce(targets []rebalance.Target) (bool, error) {
 // announcement describes a run before it writes: how many workloads of which
 // kinds in how many namespaces, and how they are paced.
 func (o *RebalanceOptions) announcement(workloads []rebalance.Workload) string {
-	kinds := map[string]int{}
-	namespaces := map[string]bool{}
-	for _, w := range workloads {
-		kinds[strings.SplitN(rbprinters.WorkloadName(w), "/", 2)[0]]++
-		namespaces[w.Namespace] = true
-	}
-	names := make([]string, 0, len(kinds))
-	for k := range kinds {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
-	}
-	verb := "about to rebalance"
-	if o.DryRun != rebalance.DryRunNone {
-		verb = "dry run: would rebalance"
-	}
-	line := fmt.Sprintf("%s %d workloads (%s) in %d namespace(s)", verb, len(workloads), strings.Join(parts, ", "), len(namespaces))
+	line := announcementHead(workloads, o.DryRun)
 	switch {
 	case o.DryRun != rebalance.DryRunNone:
 	case o.waved():
@@ -193,6 +174,31 @@ func (o *RebalanceOptions) announcement(workloads []rebalance.Workload) string {
 		}
 	}
 	return line
+}
+
+// announcementHead says how many workloads of which kinds in how many
+// namespaces a run is about to rebalance (or, dry, would).
+func announcementHead(workloads []rebalance.Workload, dryRun rebalance.DryRun) string {
+	kinds := map[string]int{}
+	namespaces := map[string]bool{}
+	for _, w := range workloads {
+		kinds[strings.SplitN(rbprinters.WorkloadName(w), "/", 2)[0]]++
+		namespaces[w.Namespace] = true
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	verb := "about to rebalance"
+	if dryRun != rebalance.DryRunNone {
+		verb = "dry run: would rebalance"
+	}
+	return fmt.Sprintf("%s %d workloads (%s) in %d namespace(s)", verb, len(workloads), strings.Join(parts, ", "), len(namespaces))
 }
 
 // schedulerPace is roughly how many bindings a second karmada-scheduler
