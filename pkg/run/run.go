@@ -52,6 +52,10 @@ type Waves struct {
 	// Given starts the workloads in the order of Targets instead of a
 	// WorkloadRebalancer's order.
 	Given bool
+	// Mover is the move strategy: how one workload is moved and when it is
+	// done. Nil triggers a fresh reschedule and waits for it (and, with
+	// WaitReady, for the replicas), as waves.BindingMover does.
+	Mover waves.Mover
 }
 
 // Recording makes a run a recorded WorkloadRebalancer. The zero value
@@ -246,7 +250,7 @@ func (e *Engine) waveEngine(req Request) *waves.Engine {
 		}
 		opts.Order = func(a, b rebalance.Workload) int { return rank[a] - rank[b] }
 	}
-	return &waves.Engine{Lister: waves.NewBindingLister(e.Karmada), Options: opts}
+	return &waves.Engine{Mover: req.Waves.Mover, Lister: waves.NewBindingLister(e.Karmada), Options: opts}
 }
 
 func cloneLabels(labels map[string]string) map[string]string {
