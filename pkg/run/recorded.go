@@ -192,24 +192,33 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return result, e.recordError(obj, passErr)
 	}
 
-	if ctx.Err() != nil {
+	return result, e.afterRecord(ctx, req, rec, result)
+}
+
+// afterRecord is what follows a reconciled record: after Ctrl-C, a word on
+// what is left; with a ttl, its wait and the deletion (followTTL).
+func (e *Engine) afterRecord(ctx context.Context, req Request, rec *record.Recorder, result *Result) error {
+	obj, notice := result.Record, req.Hooks.notice
+	switch {
+	case ctx.Err() != nil:
 		// Ctrl-C during the run: the status holds what was done.
 		result.Interrupted, result.TTLCutShort = true, true
 		notice(leftMessage("interrupted", obj))
-	} else if obj.Spec.TTLSecondsAfterFinished != nil && (record.HasPending(obj.Status) || obj.Status.ObservedGeneration < obj.Generation) {
+	case obj.Spec.TTLSecondsAfterFinished == nil:
+	case record.HasPending(obj.Status) || obj.Status.ObservedGeneration < obj.Generation:
 		// Nothing to count down from: the record is not finished.
 		notice(fmt.Sprintf("workloadrebalancer %s still has pending workloads, so its ttl has not started; run `kubectl rebalance workloadrebalancer/%s` to retry them", obj.Name, obj.Name))
-	} else if obj.Spec.TTLSecondsAfterFinished != nil {
+	default:
 		followRows, cutShort, err := e.followTTL(ctx, req, rec, obj)
 		if followRows != nil {
 			result.setRows(followRows)
 		}
 		result.TTLCutShort = cutShort
 		if err != nil {
-			return result, e.recordError(obj, err)
+			return e.recordError(obj, err)
 		}
 	}
-	return result, nil
+	return nil
 }
 
 // setRows keeps rows as the result's, with their counts.
