@@ -23,12 +23,12 @@ import (
 
 // apiError rewrites an error from the API server, or from trying to reach
 // it, into a message that says what went wrong and what to do.
-func (o *RebalanceOptions) apiError(err error) error {
+func (o *targetOptions) apiError(err error) error {
 	return o.endpoint().explain(err)
 }
 
 // endpoint names the API server of the command, for messages.
-func (o *RebalanceOptions) endpoint() endpoint {
+func (o *targetOptions) endpoint() endpoint {
 	return endpoint{context: o.contextName(), server: o.serverURL(), guard: o.guard}
 }
 
@@ -201,7 +201,7 @@ func requestParts(failed *failedRequest) (verb, resource, namespace string) {
 // inputError rewrites an error about the workloads asked for. cli-runtime's
 // builder reports most of these as plain strings, so they are recognised by
 // their wording.
-func (o *RebalanceOptions) inputError(err error) error {
+func (o *targetOptions) inputError(err error) error {
 	msg := err.Error()
 	var urlErr *url.Error
 	switch {
@@ -241,14 +241,14 @@ func (o *RebalanceOptions) inputError(err error) error {
 }
 
 // kubeconfigError rewrites a problem with the kubeconfig itself.
-func (o *RebalanceOptions) kubeconfigError(err error) error {
+func (o *targetOptions) kubeconfigError(err error) error {
 	return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
 }
 
 // explainMissingBinding tells why a workload has no binding: either the
 // template does not exist, or no policy has propagated it. It costs one GET,
 // paid only for workloads whose binding is missing.
-func (o *RebalanceOptions) explainMissingBinding(mapper meta.RESTMapper) func(context.Context, rebalance.Target) string {
+func (o *targetOptions) explainMissingBinding(mapper meta.RESTMapper) func(context.Context, rebalance.Target) string {
 	// One client for all the workloads, made only if one needs it.
 	dynamicClient := sync.OnceValues(o.factory.DynamicClient)
 	return func(ctx context.Context, t rebalance.Target) string {

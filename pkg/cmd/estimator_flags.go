@@ -66,25 +66,9 @@ func (o estimatorOptions) validateEstimator() error {
 	return fmt.Errorf("invalid --scheduler-estimator %q: use auto, enabled or disabled", o.Estimator)
 }
 
-// estimatorArgs are the flags to hand on to a kubectl rebalance run, those
-// that differ from the defaults.
-func (o estimatorOptions) estimatorArgs() []string {
-	var args []string
-	if o.Estimator != "" && o.Estimator != string(predict.EstimatorAuto) {
-		args = append(args, "--"+schedulerEstimatorFlag+"="+o.Estimator)
-	}
-	if o.MemberKubeconfig != "" {
-		args = append(args, "--"+memberKubeconfigFlag+"="+o.MemberKubeconfig)
-	}
-	if o.HostContext != "" && o.HostContext != defaultHostContext {
-		args = append(args, "--"+hostContextFlag+"="+o.HostContext)
-	}
-	return args
-}
-
 // memberReader reads the members' nodes and pods through the Karmada
 // cluster proxy and the member contexts.
-func (o *RebalanceOptions) memberReader() (*estimate.Reader, error) {
+func (o *targetOptions) memberReader() (*estimate.Reader, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -97,7 +81,7 @@ func (o *RebalanceOptions) memberReader() (*estimate.Reader, error) {
 }
 
 // memberContexts is the kubeconfig whose contexts name the members.
-func (o *RebalanceOptions) memberContexts() (*clientcmdapi.Config, error) {
+func (o *targetOptions) memberContexts() (*clientcmdapi.Config, error) {
 	if o.MemberKubeconfig == "" {
 		raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
 		if err != nil {
@@ -116,7 +100,7 @@ func (o *RebalanceOptions) memberContexts() (*clientcmdapi.Config, error) {
 // detection is not asked for, or when the kubeconfig has no context named
 // by the default --host-context. A --host-context given but missing is an
 // error.
-func (o *RebalanceOptions) hostClient(explicit bool) (kubernetes.Interface, error) {
+func (o *targetOptions) hostClient(explicit bool) (kubernetes.Interface, error) {
 	if predict.EstimatorMode(o.Estimator) != predict.EstimatorAuto || o.HostContext == "" {
 		return nil, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +24,10 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/version"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
@@ -227,7 +229,9 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 }
 
 // forwardedConfigArgs turns the kubeconfig flags set on the command line
-// into arguments for the embedded kubectl rebalance runs.
+// into arguments, parsed again into the kubeconfig flags of each failback's
+// run, so that every failback gets clients of its own (its own request
+// guard and rate limits) to the same server.
 func forwardedConfigArgs(cf *genericclioptions.ConfigFlags) []string {
 	// AddFlags takes the current values as defaults, so the values are
 	// compared with those of fresh flags instead.
@@ -364,95 +368,181 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// failbackRunner runs a failback as kubectl rebalance would run it: the
-// same command, flags and code path, inside this process.
+// failbackRunner runs each failback with kubectl rebalance's engine
+// (pkg/run): the workloads are resolved and selected as
+// 'kubectl rebalance KINDS --to-cluster CLUSTER' resolves and selects them,
+// and rebalanced in waves under the recovery's record.
 type failbackRunner struct {
 	o   *FailbackOptions
 	log *slog.Logger
 }
 
-// args are the kubectl rebalance arguments of a failback.
-func (r *failbackRunner) args(req failback.Request) []string {
+// targets names the workloads of a failback: the kinds, namespace and
+// selector of the daemon, or, resumed, the workloads its record lists
+// (those it already holds a result for are not triggered again).
+func (r *failbackRunner) targets(req failback.Request, streams genericiooptions.IOStreams) (*targetOptions, error) {
 	o := r.o
-	var args []string
-	if req.Resume {
-		// The record lists the workloads; those it already holds a
-		// result for are not triggered again.
-		args = append(args, "workloadrebalancer/"+req.Name)
-	} else {
-		args = append(args, strings.Join(o.Kinds, ","), "--to-cluster", req.Cluster)
-		if o.AllNamespaces {
-			args = append(args, "--all-namespaces")
-		} else if o.namespace != "" {
-			args = append(args, "--namespace", o.namespace)
-		}
-		if o.LabelSelector != "" {
-			args = append(args, "--selector", o.LabelSelector)
-		} else {
-			args = append(args, "--all")
-		}
+	t := newTargetOptions(streams)
+	// The daemon's kubeconfig flags, as if given to kubectl rebalance.
+	flags := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
+	t.ConfigFlags.AddFlags(flags)
+	if err := flags.Parse(o.configArgs); err != nil {
+		return nil, fmt.Errorf("cannot use the kubeconfig flags %q: %w", o.configArgs, err)
 	}
+	t.factory = cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(t.ConfigFlags))
+	t.QPS, t.Burst = o.QPS, o.Burst
 	// The selection is predicted as karmada-scheduler sizes the members.
-	args = append(args, o.estimatorArgs()...)
+	t.estimatorOptions = o.estimatorOptions
+	t.Namespace = o.namespace
+	if req.Resume {
+		t.Args = []string{"workloadrebalancer/" + req.Name}
+		return t, nil
+	}
+	t.Args = []string{strings.Join(o.Kinds, ",")}
+	t.AllNamespaces = o.AllNamespaces
+	t.LabelSelector = o.LabelSelector
+	t.All = o.LabelSelector == ""
+	t.skip = func(annotations map[string]string) bool { return annotations[failback.SkipAnnotation] == "true" }
+	return t, nil
+}
+
+// request is the run of a failback: the daemon's waves, recorded under the
+// recovery's name with the daemon's ttl; a dry run writes and records
+// nothing.
+func (r *failbackRunner) request(req failback.Request, resolved *rebalance.Resolved) run.Request {
+	o := r.o
+	out := run.Request{
+		Targets:     resolved.Targets,
+		Rebalancers: resolved.Rebalancers,
+		DryRun:      rebalance.DryRunNone,
+		Wait:        true,
+		Workers:     o.Burst,
+		Timeout:     defaultTimeout,
+	}
 	if o.DryRun {
-		return append(append(args, "--dry-run=client", "--output=wide"), o.configArgs...)
+		out.DryRun = rebalance.DryRunClient
+		return out
 	}
+	ttl := o.TTL
+	out.Record = run.Recording{TTL: &ttl, Labels: failback.RecordLabels(req.Cluster, req.Key)}
 	if !req.Resume {
-		args = append(args, "--name", req.Name)
+		out.Record.Name = req.Name
 	}
-	args = append(args,
-		"--ttl", strconv.Itoa(int(o.TTL)), "--wait-ttl=false",
-		"--max-in-flight", strconv.Itoa(o.MaxInFlight),
-		"--wait-ready="+strconv.FormatBool(o.WaitReady),
-		"--progress-deadline", o.ProgressDeadline.String(),
-		"--max-failures", strconv.Itoa(o.MaxFailures),
-		"--pause", o.Pause.String(),
-		"--qps", strconv.FormatFloat(float64(o.QPS), 'g', -1, 32), "--burst", strconv.Itoa(o.Burst),
-		"--quiet", "--output=wide",
-	)
-	return append(args, o.configArgs...)
+	out.Waves = &run.Waves{Options: waves.Options{
+		MaxInFlight:      o.MaxInFlight,
+		WaitReady:        o.WaitReady,
+		ProgressDeadline: o.ProgressDeadline,
+		MaxFailures:      o.MaxFailures,
+		Pause:            o.Pause,
+	}}
+	return out
 }
 
 // Failback implements failback.Runner.
 func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*failback.Report, error) {
 	log := r.log.With("cluster", req.Cluster, "record", req.Name)
 	out := &logLines{log: log, msg: "rebalance"}
+	defer out.Flush()
 	report := &failback.Report{DryRun: r.o.DryRun}
-	var mu sync.Mutex
-	e := &embedding{
-		skip:     func(annotations map[string]string) bool { return annotations[failback.SkipAnnotation] == "true" },
-		labels:   failback.RecordLabels(req.Cluster, req.Key),
-		progress: req.Progress,
-		rows: func(rows []rebalance.Row, res *waves.Result) {
-			mu.Lock()
-			defer mu.Unlock()
-			report.Rows = rows
-			if res != nil && res.Stop != waves.StopNone {
-				report.Stopped = res.StopMessage
-				report.BudgetSpent = res.Stop == waves.StopFailureBudget
-			}
-		},
-	}
-	cmd := newEmbeddedRebalance(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}, e)
-	args := r.args(req)
-	cmd.SetArgs(args)
-	log.Debug("running kubectl rebalance", "args", args)
-	err := cmd.ExecuteContext(ctx)
-	out.Flush()
-	mu.Lock()
-	defer mu.Unlock()
-	var coded *exitError
-	if errors.As(err, &coded) && coded.code != ExitError {
-		// Failed or pending workloads: the rows say which.
-		err = nil
-	}
-	if err != nil && ctx.Err() != nil && report.Rows != nil {
+	rows, err := r.rebalance(ctx, req, out, report)
+	if err != nil && ctx.Err() != nil && rows {
 		err = nil
 	}
 	return report, err
 }
 
-// logLines turns the output of an embedded run into log lines.
+// rebalance resolves, selects and rebalances the workloads of req, writing
+// what a person would read to out. It reports whether the run got as far
+// as its rows.
+func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, out *logLines, report *failback.Report) (bool, error) {
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
+	t, err := r.targets(req, streams)
+	if err != nil {
+		return false, err
+	}
+	r.log.Debug("rebalancing", "cluster", req.Cluster, "record", req.Name, "workloads", t.Args, "resume", req.Resume)
+	t.deadline = time.Now().Add(t.Timeout)
+	mapper, resolved, err := t.startup(ctx)
+	if err != nil {
+		return false, failbackError(err)
+	}
+	if !req.Resume {
+		selectCtx, cancel := deadlineContext(ctx, t.deadline)
+		_, err := t.selectTargets(selectCtx, resolved, predict.Selection{ToCluster: req.Cluster})
+		cancel()
+		if err != nil || len(resolved.Targets) == 0 {
+			return false, failbackError(err)
+		}
+	}
+	rr := r.request(req, resolved)
+	if workloads := rebalance.DistinctWorkloads(resolved.Targets); rr.DryRun != rebalance.DryRunNone && len(workloads) > massThreshold {
+		// As kubectl rebalance announces a large dry run (a failback's
+		// waves are --quiet).
+		fmt.Fprintln(out, announcementHead(workloads, rr.DryRun))
+	}
+	if rr.Waves != nil {
+		// Each workload is bounded by its progress deadline instead.
+		t.deadline = time.Now().Add(100 * 365 * 24 * time.Hour)
+	}
+	rr.Deadline = t.deadline
+	if recorded, err := rr.Recorded(); err != nil {
+		return false, err
+	} else if recorded {
+		if err := t.checkRebalancerServed(ctx, mapper); err != nil {
+			return false, failbackError(err)
+		}
+	}
+	engine, err := t.engine(mapper)
+	if err != nil {
+		return false, err
+	}
+	gotRows := false
+	rr.Hooks = run.Hooks{
+		Waves:  req.Progress,
+		Notice: func(line string) { fmt.Fprintln(out, line) },
+		Rows: func(res *run.Result) error {
+			gotRows = true
+			report.Rows = res.Rows
+			if res.Waves != nil && res.Waves.Stop != waves.StopNone {
+				report.Stopped = res.Waves.StopMessage
+				report.BudgetSpent = res.Waves.Stop == waves.StopFailureBudget
+			}
+			// The rows in the log, as the command prints them with -o wide.
+			if err := rbprinters.PrintRows(out, res.Rows, rbprinters.RowPrintOptions{Wide: true, WithNamespace: t.AllNamespaces, DryRun: r.o.DryRun}); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, rowsSummary(res.Rows, rr.DryRun))
+			if r.o.DryRun {
+				warnUnchangeable(out, res.Rows)
+			}
+			return nil
+		},
+	}
+	res, err := engine.Run(ctx, rr)
+	if err == nil && res.Interrupted && res.Record == nil && res.Waves == nil {
+		fmt.Fprintln(out, interruptedSummary(&rebalance.Result{Rows: res.Rows, Written: res.Written}, rr.DryRun))
+	}
+	return gotRows, failbackError(err)
+}
+
+// failbackError keeps the errors a failback reports: neither failed or
+// pending workloads (the rows say which) nor a run that stopped before it
+// wrote anything.
+func failbackError(err error) error {
+	var (
+		coded      *exitError
+		incomplete *run.IncompleteError
+	)
+	switch {
+	case err == nil, errors.As(err, &incomplete):
+		return nil
+	case errors.As(err, &coded) && coded.code != ExitError:
+		return nil
+	}
+	return err
+}
+
+// logLines turns what a failback's run tells a person into log lines.
 type logLines struct {
 	mu  sync.Mutex
 	log *slog.Logger

@@ -10,6 +10,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 func TestFailbackFlagErrors(t *testing.T) {
@@ -39,10 +42,11 @@ func TestFailbackFlagErrors(t *testing.T) {
 	}
 }
 
-// TestFailbackRunArgs checks that a failback is the interactive command
-// with the daemon's flags: a new one selects by --to-cluster and records
-// under the recovery's name; a resumed one continues its record.
-func TestFailbackRunArgs(t *testing.T) {
+// TestFailbackRunRequest checks that a failback is kubectl rebalance's run
+// with the daemon's flags: a new one selects the daemon's kinds and records
+// under the recovery's name; a resumed one continues its record; a dry run
+// records nothing.
+func TestFailbackRunRequest(t *testing.T) {
 	o := NewFailbackOptions(genericiooptions.NewTestIOStreamsDiscard())
 	o.AllNamespaces = true
 	o.LabelSelector = "tier=web"
@@ -51,19 +55,43 @@ func TestFailbackRunArgs(t *testing.T) {
 	o.configArgs = []string{"--kubeconfig=/k"}
 	r := &failbackRunner{o: o}
 	name := failback.RecordName("member1", "0a1b2c3d")
-	assert.Equal(t, []string{"deployments.apps,statefulsets.apps", "--to-cluster", "member1", "--all-namespaces", "--selector", "tier=web",
-		"--name", name, "--ttl", "86400", "--wait-ttl=false", "--max-in-flight", "10", "--wait-ready=true", "--progress-deadline", "1m0s",
-		"--max-failures", "2", "--pause", "0s", "--qps", "40", "--burst", "60", "--quiet", "--output=wide", "--kubeconfig=/k"},
-		r.args(failback.Request{Cluster: "member1", Key: "0a1b2c3d", Name: name}))
-	resumed := r.args(failback.Request{Cluster: "member1", Key: "0a1b2c3d", Name: name, Resume: true})
-	require.NotEmpty(t, resumed)
-	assert.Equal(t, "workloadrebalancer/"+name, resumed[0])
-	assert.NotContains(t, resumed, "--to-cluster")
-	assert.NotContains(t, resumed, "--name")
+	fresh := failback.Request{Cluster: "member1", Key: "0a1b2c3d", Name: name}
+	web := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
+	resolved := &rebalance.Resolved{Targets: []rebalance.Target{web}}
+
+	targets, err := r.targets(fresh, genericiooptions.NewTestIOStreamsDiscard())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"deployments.apps,statefulsets.apps"}, targets.Args)
+	assert.True(t, targets.AllNamespaces)
+	assert.Equal(t, "tier=web", targets.LabelSelector)
+	assert.False(t, targets.All)
+	assert.Equal(t, "/k", *targets.ConfigFlags.KubeConfig)
+	assert.Equal(t, float32(40), targets.QPS)
+	assert.Equal(t, 60, targets.Burst)
+	require.NotNil(t, targets.skip)
+	assert.True(t, targets.skip(map[string]string{failback.SkipAnnotation: "true"}))
+	assert.False(t, targets.skip(nil))
+
+	ttl := int32(86400)
+	assert.Equal(t, run.Request{
+		Targets: resolved.Targets, DryRun: rebalance.DryRunNone, Wait: true, Workers: 60, Timeout: defaultTimeout,
+		Record: run.Recording{Name: name, TTL: &ttl, Labels: failback.RecordLabels("member1", "0a1b2c3d")},
+		Waves:  &run.Waves{Options: waves.Options{MaxInFlight: 10, WaitReady: true, ProgressDeadline: time.Minute, MaxFailures: 2}},
+	}, r.request(fresh, resolved))
+
+	resume := fresh
+	resume.Resume = true
+	targets, err = r.targets(resume, genericiooptions.NewTestIOStreamsDiscard())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"workloadrebalancer/" + name}, targets.Args)
+	assert.Nil(t, targets.skip, "the record lists its workloads")
+	assert.Empty(t, r.request(resume, resolved).Record.Name, "the record's own name comes with it")
 
 	o.DryRun = true
-	assert.Equal(t, []string{"deployments.apps,statefulsets.apps", "--to-cluster", "member1", "--all-namespaces", "--selector", "tier=web",
-		"--dry-run=client", "--output=wide", "--kubeconfig=/k"}, r.args(failback.Request{Cluster: "member1", Key: "0a1b2c3d", Name: name}))
+	dry := r.request(fresh, resolved)
+	assert.Equal(t, rebalance.DryRunClient, dry.DryRun)
+	assert.Zero(t, dry.Record)
+	assert.Nil(t, dry.Waves)
 }
 
 // TestForwardedConfigArgs checks that the kubeconfig flags given to the

@@ -21,7 +21,7 @@ import (
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // readsStdin reports whether -f - was given.
-func (o *RebalanceOptions) readsStdin() bool { return slices.Contains(o.Filenames, "-") }
+func (o *targetOptions) readsStdin() bool { return slices.Contains(o.Filenames, "-") }
 
 // isURL tells a -f URL, which is read from the network, from a local path.
 func isURL(name string) bool {
@@ -33,7 +33,7 @@ func isURL(name string) bool {
 // input without a server, with cli-runtime's own readers. It returns the
 // error the user should see first, nil when the input can be resolved.
 // -f URLs and -k are left to the resolver.
-func (o *RebalanceOptions) judgeLocalInput() error {
+func (o *targetOptions) judgeLocalInput() error {
 	if len(o.Filenames) == 0 {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (o *RebalanceOptions) judgeLocalInput() error {
 
 // addFilename adds one -f value to builder: standard input from what was
 // read of it, a file or directory as cli-runtime reads it.
-func (o *RebalanceOptions) addFilename(builder *resource.Builder, name string) *resource.Builder {
+func (o *targetOptions) addFilename(builder *resource.Builder, name string) *resource.Builder {
 	if name == "-" {
 		return builder.Stream(bytes.NewReader(o.stdin), "standard input")
 	}
@@ -85,7 +85,7 @@ func (o *RebalanceOptions) addFilename(builder *resource.Builder, name string) *
 // filenameParams adds the -f and -k values to the resolver's builder. With
 // -f -, standard input is what judgeLocalInput read of it, so that it can
 // be resolved again after a passing fault; the values keep their order.
-func (o *RebalanceOptions) filenameParams(builder *resource.Builder) *resource.Builder {
+func (o *targetOptions) filenameParams(builder *resource.Builder) *resource.Builder {
 	if !o.readsStdin() || o.stdin == nil || o.Kustomize != "" {
 		return builder.FilenameParam(o.EnforceNamespace, &o.FilenameOptions)
 	}

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -92,13 +93,19 @@ var (
 
 // PlanOptions holds the flags and the state of `kubectl rebalance plan`.
 type PlanOptions struct {
-	// targets holds the target flags, the kubeconfig and the resolution of
-	// workloads, shared with kubectl rebalance.
-	targets *RebalanceOptions
+	// targets name the workloads and reach the Karmada apiserver, as for
+	// kubectl rebalance.
+	targets    *targetOptions
+	PrintFlags *genericclioptions.PrintFlags
+	NoHeaders  bool
 	// Selection holds --to-cluster and --changed-only.
 	Selection predict.Selection
 	// Options hold --overcommit-protection.
 	Options predict.Options
+
+	// Set by Complete.
+	OutputFormat string
+	printer      printers.ResourcePrinter
 
 	genericiooptions.IOStreams
 }
@@ -106,13 +113,12 @@ type PlanOptions struct {
 // NewCmdPlan builds the `plan` subcommand. It reads the kubeconfig flags of
 // the root command through root and f.
 func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	targets := NewRebalanceOptions(streams)
+	targets := newTargetOptions(streams)
 	targets.ConfigFlags = root.ConfigFlags
 	// The clients built from root's flags report to root's guard, so
 	// plan's Ctrl-C, --timeout and messages must use that one.
 	targets.guard = root.guard
-	targets.PrintFlags = genericclioptions.NewPrintFlags("")
-	o := &PlanOptions{targets: targets, IOStreams: streams}
+	o := &PlanOptions{targets: targets, PrintFlags: genericclioptions.NewPrintFlags(""), IOStreams: streams}
 
 	cmd := &cobra.Command{
 		Use:                   "plan (TYPE[.VERSION][.GROUP] [NAME...] | TYPE[.VERSION][.GROUP]/NAME... | -f FILENAME | TYPE -l SELECTOR | TYPE --all)",
@@ -143,14 +149,14 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	cmdutil.AddLabelSelectorFlagVar(cmd, &targets.LabelSelector)
 	flags.BoolVarP(&targets.AllNamespaces, "all-namespaces", "A", false, "Predict the selected workloads in all namespaces.")
 	flags.BoolVar(&targets.All, "all", false, "Predict all workloads of the given types in the namespace.")
-	flags.BoolVar(&targets.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
+	flags.BoolVar(&o.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
 	flags.DurationVar(&targets.Timeout, "timeout", targets.Timeout, "How long to wait for the API server before giving up.")
 	addSelectionFlags(cmd, &o.Selection, "Keep only")
 	addEstimatorFlags(cmd, &targets.estimatorOptions)
 	flags.BoolVar(&o.Options.OvercommitProtection, "overcommit-protection", false,
 		"Predict for a karmada-scheduler running with --feature-gates=SchedulingOvercommitProtection=true: each decision of a batch deducts its whole footprint from the clusters it lands on before the next one. By default every decision reads the clusters' summaries as reported now, as the scheduler does without that gate.")
-	targets.PrintFlags.AddFlags(cmd)
-	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, targets.PrintFlags.AllowedFormats()...)
+	o.PrintFlags.AddFlags(cmd)
+	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, o.PrintFlags.AllowedFormats()...)
 	flags.Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s). The default is a table; yaml and json print a WorkloadRebalancer of the selected workloads.", strings.Join(formats, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -178,16 +184,16 @@ func (o *PlanOptions) Complete(f cmdutil.Factory, root *RebalanceOptions, cmd *c
 	if err != nil {
 		return t.kubeconfigError(err)
 	}
-	t.OutputFormat = ""
-	if t.PrintFlags.OutputFormat != nil {
-		t.OutputFormat = *t.PrintFlags.OutputFormat
+	o.OutputFormat = ""
+	if o.PrintFlags.OutputFormat != nil {
+		o.OutputFormat = *o.PrintFlags.OutputFormat
 	}
-	switch t.OutputFormat {
+	switch o.OutputFormat {
 	case "", "wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
 	default:
-		if t.printer, err = t.PrintFlags.ToPrinter(); err != nil {
-			return fmt.Errorf("invalid --output %q: use one of wide, %s, %s, %s", t.OutputFormat,
-				rbprinters.OutputReportJSON, rbprinters.OutputReportYAML, strings.Join(t.PrintFlags.AllowedFormats(), ", "))
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return fmt.Errorf("invalid --output %q: use one of wide, %s, %s, %s", o.OutputFormat,
+				rbprinters.OutputReportJSON, rbprinters.OutputReportYAML, strings.Join(o.PrintFlags.AllowedFormats(), ", "))
 		}
 	}
 	return nil
@@ -248,7 +254,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	if o.Options.OvercommitProtection && !t.hasOvercommitGate() {
 		info, err := t.karmadaRelease()
 		fmt.Fprintf(t.ErrOut, "warning: --overcommit-protection ignored: %s, whose karmada-scheduler has no SchedulingOvercommitProtection feature gate (added in v1.18); "+
-			"predicting as it schedules, every decision of the batch reading the same resource summaries\n", releaseName(info, err))
+			"predicting as it schedules, every decision of the batch reading the same resource summaries\n", karmadaversion.Describe(info, err))
 		o.Options.OvercommitProtection = false
 	}
 	predictions, clusters, err := t.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(t.Estimator), o.Options)
@@ -269,7 +275,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // the timeout that caused it, when one did: plan writes nothing, and the
 // user hears why nothing was predicted (exit 3, as before the workloads
 // were read).
-func (o *RebalanceOptions) predictError(runCtx, ctx context.Context, err error) error {
+func (o *targetOptions) predictError(runCtx, ctx context.Context, err error) error {
 	switch {
 	case runCtx.Err() != nil:
 		return withExitCode(ExitPending, errors.New("interrupted before the bindings and clusters were read; nothing was predicted, and plan writes nothing"))
@@ -284,14 +290,14 @@ func (o *RebalanceOptions) predictError(runCtx, ctx context.Context, err error) 
 
 // hasOvercommitGate reports whether karmada-scheduler's release may have the
 // SchedulingOvercommitProtection feature gate (v1.18 and newer).
-func (o *RebalanceOptions) hasOvercommitGate() bool {
+func (o *targetOptions) hasOvercommitGate() bool {
 	info, err := o.karmadaRelease()
 	gate := info.SchedulerRemembersRecentPlacements()
 	return err != nil || !gate.Known || gate.Yes
 }
 
 // predictSource is where predict reads the bindings and clusters from.
-func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
+func (o *targetOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
@@ -322,7 +328,7 @@ func (o *RebalanceOptions) predictSource(mode predict.EstimatorMode) (predict.So
 // predict reads the bindings and clusters of targets (or takes those read
 // ahead, o.ahead) and predicts them. It fails when --to-cluster names a
 // cluster the control plane does not have.
-func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
+func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
 	in, ok, err := o.ahead.input(ctx, targets, o.AllNamespaces)
 	if !ok {
 		source, serr := o.predictSource(mode)
@@ -353,7 +359,7 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 		opts.Release = &info
 	} else {
 		fmt.Fprintf(o.ErrOut, "warning: %s; predicting with the rules of the scheduler this plugin is built with (Karmada %s)\n",
-			releaseName(info, err), karmadaversion.NewestTested)
+			karmadaversion.Describe(info, err), karmadaversion.NewestTested)
 	}
 	if opts.InFlight == 0 {
 		// A rebalance writes its triggers with --burst writers (plan, which
@@ -370,24 +376,23 @@ func (o *RebalanceOptions) predict(ctx context.Context, targets []rebalance.Targ
 
 // print writes the plan in the chosen format.
 func (o *PlanOptions) print(predictions []predict.Prediction) error {
-	t := o.targets
-	switch t.OutputFormat {
+	switch o.OutputFormat {
 	case "", "wide":
 		if len(predictions) > 0 {
-			err := rbprinters.PrintPlan(t.Out, predictions, rbprinters.PlanPrintOptions{
-				Wide: t.OutputFormat == "wide", NoHeaders: t.NoHeaders, WithNamespace: t.AllNamespaces})
+			err := rbprinters.PrintPlan(o.Out, predictions, rbprinters.PlanPrintOptions{
+				Wide: o.OutputFormat == "wide", NoHeaders: o.NoHeaders, WithNamespace: o.targets.AllNamespaces})
 			if err != nil {
 				return withExitCode(ExitError, err)
 			}
-			fmt.Fprintln(t.Out)
+			fmt.Fprintln(o.Out)
 			for _, line := range rbprinters.ClusterLines(predict.ByCluster(predictions)) {
-				fmt.Fprintln(t.Out, line)
+				fmt.Fprintln(o.Out, line)
 			}
 		}
-		fmt.Fprintln(t.Out, o.countsLine(predictions))
+		fmt.Fprintln(o.Out, o.countsLine(predictions))
 		return nil
 	case rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
-		if err := rbprinters.PrintReport(t.Out, rbprinters.PlanReport(predictions, o.Selection), t.OutputFormat); err != nil {
+		if err := rbprinters.PrintReport(o.Out, rbprinters.PlanReport(predictions, o.Selection), o.OutputFormat); err != nil {
 			return withExitCode(ExitError, err)
 		}
 	case "name":
@@ -396,7 +401,7 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 				TypeMeta:   metav1.TypeMeta{APIVersion: p.Workload.APIVersion, Kind: p.Workload.Kind},
 				ObjectMeta: metav1.ObjectMeta{Namespace: p.Workload.Namespace, Name: p.Workload.Name},
 			}
-			if err := t.printer.PrintObj(obj, t.Out); err != nil {
+			if err := o.printer.PrintObj(obj, o.Out); err != nil {
 				return withExitCode(ExitError, fmt.Errorf("printing %s failed: %w", rbprinters.WorkloadName(p.Workload), err))
 			}
 		}
@@ -405,11 +410,11 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 			// A WorkloadRebalancer must list at least one workload.
 			break
 		}
-		if err := t.printer.PrintObj(planRebalancer(predictions), t.Out); err != nil {
+		if err := o.printer.PrintObj(planRebalancer(predictions), o.Out); err != nil {
 			return withExitCode(ExitError, fmt.Errorf("printing the workloadrebalancer failed: %w", err))
 		}
 	}
-	fmt.Fprintln(t.ErrOut, o.countsLine(predictions))
+	fmt.Fprintln(o.ErrOut, o.countsLine(predictions))
 	return nil
 }
 

@@ -32,7 +32,7 @@ type readAhead struct {
 // workloads may be in any namespace). It returns nil when the scope is not
 // known before resolving (files, kustomizations, WorkloadRebalancers, a type
 // the mapper does not know): predict then reads once the targets are known.
-func (o *RebalanceOptions) startReadAhead(ctx context.Context, mapper meta.RESTMapper, source predict.Source) *readAhead {
+func (o *targetOptions) startReadAhead(ctx context.Context, mapper meta.RESTMapper, source predict.Source) *readAhead {
 	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) == 0 {
 		return nil
 	}

@@ -2,26 +2,25 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/rest"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
@@ -132,9 +131,6 @@ const (
 	// past the first wave it writes only as fast as workloads finish.
 	defaultQPS   = 100
 	defaultBurst = 100
-	// settleWindow is how long a waiting run lingers after the scheduler
-	// answered, to report the placement of a second scheduling pass.
-	settleWindow = 2 * time.Second
 )
 
 // bindingGroupKind is what a Karmada control plane serves and any other
@@ -143,80 +139,33 @@ var bindingGroupKind = schema.GroupKind{Group: "work.karmada.io", Kind: "Resourc
 
 // RebalanceOptions holds the flags and the state of `kubectl rebalance`.
 type RebalanceOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
-	PrintFlags  *genericclioptions.PrintFlags
-	resource.FilenameOptions
+	// targetOptions name the workloads and reach the Karmada apiserver.
+	*targetOptions
+	PrintFlags *genericclioptions.PrintFlags
 
 	// KarmadaContext is the value of --karmada-context, an alias of --context.
 	KarmadaContext string
-	LabelSelector  string
-	AllNamespaces  bool
-	All            bool
 	NoHeaders      bool
 	DryRunFlag     string
 	Wait           bool
-	Timeout        time.Duration
-	QPS            float32
-	Burst          int
 	recordOptions
 	predictionOptions
 	waveOptions
 
 	// Set by Complete.
-	Args             []string
-	Namespace        string
-	EnforceNamespace bool
-	DryRun           rebalance.DryRun
-	OutputFormat     string
-	printer          printers.ResourcePrinter
-	factory          cmdutil.Factory
-	// guard ties the start-up requests to Ctrl-C and --timeout, and
-	// remembers the last failed request for messages.
-	guard *requestGuard
-	// mapped, when set, is called by startup once the API's types are
-	// mapped, before the workloads are resolved.
-	mapped func(meta.RESTMapper)
-	// ahead is what plan reads while the workloads are resolved; nil
-	// where their scope is not known before.
-	ahead *readAhead
-	// deadline is when --timeout runs out, counted from the start of Run.
-	deadline time.Time
-	// stdin is what -f - read from standard input, once, before the
-	// API server was asked anything.
-	stdin []byte
-
-	// The Karmada release, detected once when a behaviour depends on it.
-	releaseOnce sync.Once
-	release     karmadaversion.Info
-	releaseErr  error
-
-	// embed is set when the failback daemon runs a rebalance in its own
-	// process; nil for the command line.
-	embed *embedding
-
-	genericiooptions.IOStreams
+	DryRun       rebalance.DryRun
+	OutputFormat string
+	printer      printers.ResourcePrinter
 }
 
 // NewRebalanceOptions returns options with the flags' defaults.
 func NewRebalanceOptions(streams genericiooptions.IOStreams) *RebalanceOptions {
-	o := &RebalanceOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50),
-		PrintFlags:  genericclioptions.NewPrintFlags("rebalanced"),
-		DryRunFlag:  "none",
-		Wait:        true,
-		Timeout:     defaultTimeout,
-		QPS:         defaultQPS,
-		Burst:       defaultBurst,
-		IOStreams:   streams,
-		guard:       &requestGuard{},
+	return &RebalanceOptions{
+		targetOptions: newTargetOptions(streams),
+		PrintFlags:    genericclioptions.NewPrintFlags("rebalanced"),
+		DryRunFlag:    "none",
+		Wait:          true,
 	}
-	// Every client built from the flags obeys --qps and --burst, Ctrl-C
-	// and --timeout.
-	o.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
-		c.QPS, c.Burst = o.QPS, o.Burst
-		return o.guard.wrapConfig(c)
-	}
-	return o
 }
 
 // NewCmdRebalance builds the `kubectl rebalance` command tree.
@@ -378,14 +327,11 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.embed == nil {
-		// Ctrl-C ends the run like the timeout does: what was written is
-		// still reported. A second Ctrl-C ends the process at once.
-		var stop context.CancelFunc
-		ctx, stop = signalContext(ctx)
-		defer stop()
-		o.quietenClientLogs()
-	}
+	// Ctrl-C ends the run like the timeout does: what was written is
+	// still reported. A second Ctrl-C ends the process at once.
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	o.quietenClientLogs()
 	ctx = o.guard.runs(ctx)
 	// --timeout bounds the whole run, from the first request on.
 	o.deadline = time.Now().Add(o.Timeout)
@@ -396,7 +342,8 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	}
 	if o.needsPrediction() {
 		predictCtx, cancel := deadlineContext(ctx, o.deadline)
-		err := o.selectTargets(predictCtx, resolved)
+		var err error
+		o.predictions, err = o.selectTargets(predictCtx, resolved, o.Selection)
 		cancel()
 		if err != nil {
 			return err
@@ -404,7 +351,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		if len(resolved.Targets) == 0 && !o.Selection.IsZero() {
 			// The selection line on stderr said why nothing is rebalanced.
 			if isReport(o.OutputFormat) {
-				return o.printReport(&rebalance.Result{})
+				return o.printReport(&run.Result{})
 			}
 			return nil
 		}
@@ -415,76 +362,130 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 			return withExitCode(ExitError, err)
 		}
 	}
-	if plan, err := o.recordPlan(resolved); err != nil {
+	req := o.request(resolved)
+	recorded, err := req.Recorded()
+	switch {
+	case err != nil:
 		return withExitCode(ExitError, err)
-	} else if plan != nil && isReport(o.OutputFormat) {
+	case recorded && isReport(o.OutputFormat):
 		return withExitCode(ExitError, fmt.Errorf("-o %s reports plain runs; a recorded run (--name, --ttl, --server-side or a WorkloadRebalancer manifest) is shown by 'kubectl rebalance get NAME'", o.OutputFormat))
-	} else if plan != nil {
-		return o.runRecorded(ctx, mapper, resolved, plan)
-	}
-	if len(resolved.Targets) == 0 {
+	case recorded:
+		if err := o.checkRebalancerServed(ctx, mapper); err != nil {
+			return err
+		}
+	case len(resolved.Targets) == 0:
 		o.printNothingFound()
 		return nil
 	}
 
-	client, clock, err := o.clockedClient()
+	engine, err := o.engine(mapper)
 	if err != nil {
 		return err
 	}
+	out := o.newRunOutput(resolved)
+	defer out.close()
+	req.Hooks = out.hooks()
+	result, err := engine.Run(ctx, req)
+	out.close()
+	return o.exitCode(result, err, recorded)
+}
 
-	progress := newProgressLine(o.ErrOut)
-	api := rebalance.NewBindingAPI(client)
-	lister := waves.NewBindingLister(client)
-	if !o.waved() {
-		// A large batch all at once reads its bindings with a list per
-		// namespace; waves have their own (see waves.Engine.Lister).
-		api = waves.ListedReads(api, lister, resolved.Targets, 0)
-	}
-	notes := newAffinityNotes(api)
-	runner := &rebalance.Runner{
-		API:      notes,
-		Clock:    clock,
-		Failures: o.failureEvents(),
-		Lister:   lister,
-		Options: rebalance.Options{
-			DryRun:   o.DryRun,
-			Wait:     o.Wait,
-			Workers:  o.Burst,
-			Settle:   settleWindow,
-			Progress: progress.Update,
-			Explain:  o.explainMissingBinding(mapper),
+// request turns the flags and the resolved workloads into a run.
+func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
+	req := run.Request{
+		Targets:     resolved.Targets,
+		Rebalancers: resolved.Rebalancers,
+		DryRun:      o.DryRun,
+		Wait:        o.Wait,
+		Workers:     o.Burst,
+		Timeout:     o.Timeout,
+		Deadline:    o.deadline,
+		Record: run.Recording{
+			Name:       o.Name,
+			TTL:        o.ttl,
+			WaitTTL:    o.WaitTTL,
+			ServerSide: o.ServerSide,
 		},
 	}
-	runCtx, cancel := deadlineContext(ctx, o.deadline)
-	defer cancel()
-	result, waveResult, runErr := o.execute(runCtx, runner, resolved, client)
-	progress.Clear()
-	if ctx.Err() != nil {
-		runErr = nil // the interruption, not an error of the API: the table says what was done
+	if o.MaxInFlight > 0 {
+		req.Waves = &run.Waves{
+			Options: waves.Options{
+				MaxInFlight:      o.MaxInFlight,
+				WaitReady:        o.WaitReady,
+				ProgressDeadline: o.ProgressDeadline,
+				MaxFailures:      o.MaxFailures,
+				Pause:            o.Pause,
+			},
+			Given: o.Order == orderGiven,
+		}
 	}
+	return req
+}
 
-	if runErr != nil && result.Written == 0 {
-		// Nothing was written: the error says it all.
-		return withExitCode(ExitError, o.apiError(runErr))
+// engine builds the run's engine: a Karmada client whose answers feed the
+// server clock, and the command's way of explaining errors.
+func (o *targetOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return nil, withExitCode(ExitError, o.kubeconfigError(err))
 	}
-	o.embed.report(result.Rows, waveResult)
-	if err := o.print(result, resolved); err != nil {
+	client, clock, err := run.NewClockedClient(config)
+	if err != nil {
+		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	return &run.Engine{
+		Karmada:        client,
+		Clock:          clock,
+		Failures:       o.failureEvents(),
+		Explain:        o.apiError,
+		ExplainMissing: o.explainMissingBinding(mapper),
+		Release:        o.karmadaRelease,
+		// Read when called: the error catalogue replaces deadlineContext.
+		WithDeadline: func(ctx context.Context, d time.Time) (context.Context, context.CancelFunc) {
+			return deadlineContext(ctx, d)
+		},
+	}, nil
+}
+
+// checkRebalancerServed makes sure the control plane serves
+// WorkloadRebalancers before a recorded run.
+func (o *targetOptions) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
+	checkCtx, cancel := deadlineContext(ctx, o.deadline)
+	defer cancel()
+	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
+	switch {
+	case err == nil:
+		return nil
+	case meta.IsNoMatchError(err):
+		return withExitCode(ExitError, o.rebalancerNotServed())
+	}
+	return o.startupError(ctx, checkCtx, withExitCode(ExitError, o.apiError(err)))
+}
+
+// exitCode gives the command's answer for how the run ended: an error of
+// its own, failed workloads, pending ones, or a wait cut short.
+func (o *RebalanceOptions) exitCode(result *run.Result, err error, recorded bool) error {
+	var incomplete *run.IncompleteError
+	switch {
+	case errors.As(err, &incomplete):
+		return withExitCode(ExitPending, err)
+	case err != nil:
 		return withExitCode(ExitError, err)
 	}
-	notes.print(o.ErrOut, o.karmadaRelease)
-	if runErr != nil {
-		return withExitCode(ExitError, fmt.Errorf("%w; the table shows the %d binding(s) already triggered", o.apiError(runErr), result.Written))
+	if !recorded && result.Interrupted && result.Waves == nil {
+		fmt.Fprintln(o.ErrOut, interruptedSummary(&rebalance.Result{Rows: result.Rows, Written: result.Written}, o.DryRun))
 	}
-	if waveResult != nil {
-		o.reportWaveStop(waveResult, "")
-	} else if ctx.Err() != nil {
-		fmt.Fprintln(o.ErrOut, interruptedSummary(result, o.DryRun))
+	pendingAfter := ""
+	if !recorded {
+		pendingAfter = " after " + o.Timeout.String()
 	}
 	switch {
 	case result.Failed > 0:
 		return withExitCode(ExitFailed, silentError{msg: fmt.Sprintf("%d workload(s) failed", result.Failed)})
 	case result.Pending > 0:
-		return withExitCode(ExitPending, silentError{msg: fmt.Sprintf("%d workload(s) still pending after %s", result.Pending, o.Timeout)})
+		return withExitCode(ExitPending, silentError{msg: fmt.Sprintf("%d workload(s) still pending%s", result.Pending, pendingAfter)})
+	case result.TTLCutShort:
+		return withExitCode(ExitPending, silentError{msg: "interrupted before the workloadrebalancer was deleted"})
 	}
 	return nil
 }
@@ -492,13 +493,13 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 // quietenClientLogs keeps client-go's internal logging off the terminal
 // unless -v asks for it (setupClientLogs). Warnings the API server sends with
 // its answers still go to stderr, as in kubectl.
-func (o *RebalanceOptions) quietenClientLogs() {
+func (o *targetOptions) quietenClientLogs() {
 	setupClientLogs(o.ErrOut)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 }
 
 // printNothingFound says, like kubectl get, that the selection was empty.
-func (o *RebalanceOptions) printNothingFound() {
+func (o *targetOptions) printNothingFound() {
 	switch {
 	case o.AllNamespaces:
 		fmt.Fprintln(o.ErrOut, "No resources found")
@@ -508,7 +509,7 @@ func (o *RebalanceOptions) printNothingFound() {
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *RebalanceOptions) contextName() string {
+func (o *targetOptions) contextName() string {
 	if name := *o.ConfigFlags.Context; name != "" {
 		return name
 	}
@@ -520,7 +521,7 @@ func (o *RebalanceOptions) contextName() string {
 }
 
 // serverURL names the API server in use, for messages.
-func (o *RebalanceOptions) serverURL() string {
+func (o *targetOptions) serverURL() string {
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil || config.Host == "" {
 		return "unknown server"
@@ -531,27 +532,10 @@ func (o *RebalanceOptions) serverURL() string {
 // failureEvents reads the scheduler's failure events from the Karmada
 // apiserver. Without it (no client could be made), a binding that was failing
 // before its trigger is only reported when the run ends.
-func (o *RebalanceOptions) failureEvents() rebalance.FailureEvents {
+func (o *targetOptions) failureEvents() rebalance.FailureEvents {
 	kube, err := o.factory.KubernetesClientSet()
 	if err != nil {
 		return nil
 	}
 	return rebalance.NewFailureEvents(kube)
-}
-
-// clockedClient builds a Karmada client whose responses feed a server clock,
-// so that trigger times come from the API server, never from this machine.
-func (o *RebalanceOptions) clockedClient() (karmadaclient.Interface, *rebalance.ServerClock, error) {
-	config, err := o.factory.ToRESTConfig()
-	if err != nil {
-		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	clock := rebalance.NewServerClock()
-	config = rest.CopyConfig(config)
-	config.Wrap(clock.Wrap)
-	client, err := karmadaclient.NewForConfig(config)
-	if err != nil {
-		return nil, nil, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	return client, clock, nil
 }

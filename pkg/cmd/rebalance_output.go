@@ -14,6 +14,7 @@ import (
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 )
 
 // rebalancerGeneration is the generation of a freshly created rebalancer;
@@ -22,7 +23,7 @@ const rebalancerGeneration = 1
 
 // print writes the result in the chosen format to stdout and the one-line
 // summary to stderr, so that stdout stays fit for scripts and kubectl apply.
-func (o *RebalanceOptions) print(result *rebalance.Result, resolved *rebalance.Resolved) error {
+func (o *RebalanceOptions) print(result *run.Result, resolved *rebalance.Resolved) error {
 	switch o.OutputFormat {
 	case rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
 		if err := o.printReport(result); err != nil {
@@ -54,23 +55,29 @@ func (o *RebalanceOptions) print(result *rebalance.Result, resolved *rebalance.R
 		}
 	}
 
-	summary := rbprinters.Summarize(result.Rows).String()
-	switch o.DryRun {
+	fmt.Fprintln(o.ErrOut, rowsSummary(result.Rows, o.DryRun))
+	warnUnchangeable(o.ErrOut, result.Rows)
+	return nil
+}
+
+// rowsSummary is the one-line summary of rows, saying when they are those
+// of a dry run.
+func rowsSummary(rows []rebalance.Row, dryRun rebalance.DryRun) string {
+	summary := rbprinters.Summarize(rows).String()
+	switch dryRun {
 	case rebalance.DryRunClient:
 		summary += " (dry run)"
 	case rebalance.DryRunServer:
 		summary += " (server dry run)"
 	}
-	fmt.Fprintln(o.ErrOut, summary)
-	o.warnUnchangeable(result.Rows)
-	return nil
+	return summary
 }
 
 // rebalancer builds the WorkloadRebalancer that stands for this run. A run
 // driven by a single WorkloadRebalancer manifest keeps its name and TTL, so
 // that applying the output recreates that object; otherwise the name comes
 // from the trigger time.
-func (o *RebalanceOptions) rebalancer(result *rebalance.Result, resolved *rebalance.Resolved) *appsv1alpha1.WorkloadRebalancer {
+func (o *RebalanceOptions) rebalancer(result *run.Result, resolved *rebalance.Resolved) *appsv1alpha1.WorkloadRebalancer {
 	name := "rebalance"
 	if !result.TriggerTime.IsZero() {
 		name += "-" + result.TriggerTime.UTC().Format("20060102-150405")
@@ -83,6 +90,54 @@ func (o *RebalanceOptions) rebalancer(result *rebalance.Result, resolved *rebala
 	rb := record.Rebalancer(name, result.Rows, rebalancerGeneration, result.FinishTime)
 	rb.Spec.TTLSecondsAfterFinished = ttl
 	return rb
+}
+
+// runOutput is what a run shows as it goes: progress on stderr while it
+// lasts, notices, and the rows once they are known.
+type runOutput struct {
+	o        *RebalanceOptions
+	resolved *rebalance.Resolved
+	progress *progressLine
+	waves    *waveProgress // nil unless the run goes in waves
+}
+
+func (o *RebalanceOptions) newRunOutput(resolved *rebalance.Resolved) *runOutput {
+	out := &runOutput{o: o, resolved: resolved, progress: newProgressLine(o.ErrOut)}
+	if o.waved() {
+		out.waves = newWaveProgress(o.ErrOut, o.quiet())
+	}
+	return out
+}
+
+// hooks are the run's hooks writing to the command's streams.
+func (r *runOutput) hooks() run.Hooks {
+	h := run.Hooks{Progress: r.progress.Update, Notice: r.notice, Rows: r.rows}
+	if r.waves != nil {
+		h.Waves = r.waves.Update
+	}
+	return h
+}
+
+func (r *runOutput) notice(line string) {
+	r.progress.Clear()
+	fmt.Fprintln(r.o.ErrOut, line)
+}
+
+// rows ends the progress output and prints the rows.
+func (r *runOutput) rows(res *run.Result) error {
+	r.close()
+	if res.Record != nil {
+		return r.o.printRecorded(res.Record, res.Rows)
+	}
+	return r.o.print(res, r.resolved)
+}
+
+// close ends the progress output; it may be called more than once.
+func (r *runOutput) close() {
+	r.progress.Clear()
+	if r.waves != nil {
+		r.waves.Close()
+	}
 }
 
 // progressLine shows how far a long run got on one terminal line. It stays

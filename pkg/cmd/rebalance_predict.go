@@ -9,13 +9,13 @@ import (
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 )
 
 // predictionOptions are the flags of kubectl rebalance that need a prediction
 // before the run: --to-cluster, --changed-only and the report outputs.
 type predictionOptions struct {
 	Selection predict.Selection
-	estimatorOptions
 	// predictions, by workload, are those made before the run; nil when
 	// nothing asked for them.
 	predictions map[rebalance.Workload]predict.Prediction
@@ -32,27 +32,27 @@ func (o *RebalanceOptions) needsPrediction() bool {
 	return !o.Selection.IsZero() || isReport(o.OutputFormat)
 }
 
-// selectTargets predicts the targets and, with --to-cluster or
-// --changed-only, keeps only the selected ones. It says on stderr how many
-// were selected.
-func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalance.Resolved) error {
-	if len(resolved.Rebalancers) > 0 && !o.Selection.IsZero() {
-		return withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
+// selectTargets predicts the targets and, with a selection (--to-cluster,
+// --changed-only), keeps only the selected ones; it says on stderr how many
+// were selected. It returns the predictions of all, by workload.
+func (o *targetOptions) selectTargets(ctx context.Context, resolved *rebalance.Resolved, sel predict.Selection) (map[rebalance.Workload]predict.Prediction, error) {
+	if len(resolved.Rebalancers) > 0 && !sel.IsZero() {
+		return nil, withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
 			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
 	}
-	predictions, _, err := o.predict(ctx, resolved.Targets, o.Selection, predict.EstimatorMode(o.Estimator), predict.Options{})
+	predictions, _, err := o.predict(ctx, resolved.Targets, sel, predict.EstimatorMode(o.Estimator), predict.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	o.predictions = make(map[rebalance.Workload]predict.Prediction, len(predictions))
+	byWorkload := make(map[rebalance.Workload]predict.Prediction, len(predictions))
 	for _, p := range predictions {
-		o.predictions[p.Workload] = p
+		byWorkload[p.Workload] = p
 	}
-	if o.Selection.IsZero() {
-		return nil
+	if sel.IsZero() {
+		return byWorkload, nil
 	}
 	warnUnestimated(o.ErrOut, predictions)
-	selected := predict.Select(predictions, o.Selection)
+	selected := predict.Select(predictions, sel)
 	keep := make(map[rebalance.Workload]bool, len(selected))
 	for _, p := range selected {
 		keep[p.Workload] = true
@@ -64,8 +64,8 @@ func (o *RebalanceOptions) selectTargets(ctx context.Context, resolved *rebalanc
 		}
 	}
 	resolved.Targets = targets
-	fmt.Fprintf(o.ErrOut, "%d of %d workload(s) selected by %s\n", len(selected), len(predictions), selectionText(o.Selection))
-	return nil
+	fmt.Fprintf(o.ErrOut, "%d of %d workload(s) selected by %s\n", len(selected), len(predictions), selectionText(sel))
+	return byWorkload, nil
 }
 
 // selectionText names the selection flags given.
@@ -82,7 +82,7 @@ func selectionText(sel predict.Selection) string {
 
 // warnUnchangeable warns about workloads whose placement a fresh reschedule
 // cannot change, which the scheduler reports as Scheduled all the same.
-func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
+func warnUnchangeable(w io.Writer, rows []rebalance.Row) {
 	var names []string
 	for _, row := range rows {
 		if row.Unchangeable != "" && row.Observation.Outcome != rebalance.OutcomeIgnored {
@@ -98,12 +98,12 @@ func (o *RebalanceOptions) warnUnchangeable(rows []rebalance.Row) {
 		more = fmt.Sprintf(" and %d more", len(names)-most)
 		names = names[:most]
 	}
-	fmt.Fprintf(o.ErrOut, "Warning: a fresh reschedule cannot change the placement of %s%s: it does not follow free capacity, so the trigger only repeats an ordinary scheduling pass; 'kubectl rebalance plan' shows which workloads would move\n",
+	fmt.Fprintf(w, "Warning: a fresh reschedule cannot change the placement of %s%s: it does not follow free capacity, so the trigger only repeats an ordinary scheduling pass; 'kubectl rebalance plan' shows which workloads would move\n",
 		strings.Join(names, ", "), more)
 }
 
 // printReport writes the report of a finished (or dry) run.
-func (o *RebalanceOptions) printReport(result *rebalance.Result) error {
+func (o *RebalanceOptions) printReport(result *run.Result) error {
 	report := rbprinters.RebalanceReport(result.Rows, o.predictions, o.Selection, o.DryRun != rebalance.DryRunNone, string(o.DryRun))
 	return rbprinters.PrintReport(o.Out, report, o.OutputFormat)
 }

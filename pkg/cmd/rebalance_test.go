@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 )
 
 // runRebalance builds the command, runs it with args and returns the exit
@@ -133,7 +134,7 @@ func TestRebalanceHelp(t *testing.T) {
 
 // printFixture is a finished run: one workload rescheduled, one without a
 // binding.
-func printFixture() (*rebalance.Result, *rebalance.Resolved) {
+func printFixture() (*run.Result, *rebalance.Resolved) {
 	at := metav1.NewTime(time.Date(2024, 5, 1, 10, 0, 1, 0, time.UTC))
 	finish := metav1.NewTime(time.Date(2024, 5, 1, 10, 0, 2, 0, time.UTC))
 	nginx := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "nginx"}
@@ -147,7 +148,7 @@ func printFixture() (*rebalance.Result, *rebalance.Resolved) {
 			Message: "resourcebinding default/missing-configmap not found"},
 	}
 	rebalance.SortRows(rows)
-	return &rebalance.Result{Rows: rows, TriggerTime: at, FinishTime: &finish, Written: 1, Failed: 1},
+	return &run.Result{Rows: rows, TriggerTime: at, FinishTime: &finish, Written: 1, Failed: 1},
 		&rebalance.Resolved{Targets: []rebalance.Target{{Workload: nginx}, {Workload: missing}}}
 }
 

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -10,14 +9,12 @@ import (
 	"sync"
 	"time"
 
-	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
@@ -120,45 +117,6 @@ func (o *RebalanceOptions) quiet() bool {
 	return o.Quiet || o.OutputFormat == "name"
 }
 
-// waveEngine builds the engine of a waved run, reporting to progress.
-func (o *RebalanceOptions) waveEngine(resolved *rebalance.Resolved, client karmadaclient.Interface, progress *waveProgress) *waves.Engine {
-	e := &waves.Engine{Lister: waves.NewBindingLister(client), Options: waves.Options{
-		MaxInFlight:      o.MaxInFlight,
-		WaitReady:        o.WaitReady,
-		ProgressDeadline: o.ProgressDeadline,
-		MaxFailures:      o.MaxFailures,
-		Pause:            o.Pause,
-		Progress:         o.embed.progressTo(progress.Update),
-	}}
-	if o.Order == orderGiven {
-		rank := make(map[rebalance.Workload]int, len(resolved.Targets))
-		for i, t := range resolved.Targets {
-			if _, ok := rank[t.Workload]; !ok {
-				rank[t.Workload] = i
-			}
-		}
-		e.Order = func(a, b rebalance.Workload) int { return rank[a] - rank[b] }
-	}
-	return e
-}
-
-// reportWaveStop says plainly, after the table, why a waved run left
-// workloads unstarted, and what to do next.
-func (o *RebalanceOptions) reportWaveStop(res *waves.Result, recorded string) {
-	if res == nil || res.Stop == waves.StopNone {
-		return
-	}
-	next := "run the same command again to rebalance them (workloads already triggered are rebalanced again: give --name to record the run and continue where it stopped)"
-	if recorded != "" {
-		next = fmt.Sprintf("run the same command again to continue with them; workloadrebalancer %s records which workloads were triggered, and none is triggered twice", recorded)
-	}
-	inFlight := "none was in flight then"
-	if res.InFlightAtStop > 0 {
-		inFlight = fmt.Sprintf("%d workload(s) were in flight then (see the table)", res.InFlightAtStop)
-	}
-	fmt.Fprintf(o.ErrOut, "stopped: %s; %s, %d not started (pending): %s\n", res.StopMessage, inFlight, res.NotStarted, next)
-}
-
 // announce says what a run of more than a handful of workloads is about to
 // do, and with -i asks before anything is written. It reports false when
 // the user said no.
@@ -196,26 +154,7 @@ func (o *RebalanceOptions) announce(targets []rebalance.Target) (bool, error) {
 // announcement describes a run before it writes: how many workloads of which
 // kinds in how many namespaces, and how they are paced.
 func (o *RebalanceOptions) announcement(workloads []rebalance.Workload) string {
-	kinds := map[string]int{}
-	namespaces := map[string]bool{}
-	for _, w := range workloads {
-		kinds[strings.SplitN(rbprinters.WorkloadName(w), "/", 2)[0]]++
-		namespaces[w.Namespace] = true
-	}
-	names := make([]string, 0, len(kinds))
-	for k := range kinds {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
-	}
-	verb := "about to rebalance"
-	if o.DryRun != rebalance.DryRunNone {
-		verb = "dry run: would rebalance"
-	}
-	line := fmt.Sprintf("%s %d workloads (%s) in %d namespace(s)", verb, len(workloads), strings.Join(parts, ", "), len(namespaces))
+	line := announcementHead(workloads, o.DryRun)
 	switch {
 	case o.DryRun != rebalance.DryRunNone:
 	case o.waved():
@@ -235,6 +174,31 @@ func (o *RebalanceOptions) announcement(workloads []rebalance.Workload) string {
 		}
 	}
 	return line
+}
+
+// announcementHead says how many workloads of which kinds in how many
+// namespaces a run is about to rebalance (or, dry, would).
+func announcementHead(workloads []rebalance.Workload, dryRun rebalance.DryRun) string {
+	kinds := map[string]int{}
+	namespaces := map[string]bool{}
+	for _, w := range workloads {
+		kinds[strings.SplitN(rbprinters.WorkloadName(w), "/", 2)[0]]++
+		namespaces[w.Namespace] = true
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	verb := "about to rebalance"
+	if dryRun != rebalance.DryRunNone {
+		verb = "dry run: would rebalance"
+	}
+	return fmt.Sprintf("%s %d workloads (%s) in %d namespace(s)", verb, len(workloads), strings.Join(parts, ", "), len(namespaces))
 }
 
 // schedulerPace is roughly how many bindings a second karmada-scheduler
@@ -353,32 +317,4 @@ func progressText(s waves.Status, now time.Time) string {
 	}
 	eta := time.Duration(float64(left) / rate * float64(time.Second)).Round(time.Second)
 	return fmt.Sprintf("%s; %.1f/s, ETA %s", line, rate, eta)
-}
-
-// execute runs the plain (unrecorded) rebalance: all at once with runner, or
-// in waves. The wave result is nil for a run all at once.
-func (o *RebalanceOptions) execute(ctx context.Context, runner *rebalance.Runner, resolved *rebalance.Resolved, client karmadaclient.Interface) (*rebalance.Result, *waves.Result, error) {
-	if !o.waved() {
-		result, err := runner.Run(ctx, resolved.Targets)
-		return result, nil, err
-	}
-	progress := newWaveProgress(o.ErrOut, o.quiet())
-	engine := o.waveEngine(resolved, client, progress)
-	result, err := engine.Execute(ctx, runner, resolved.Targets)
-	progress.Close()
-	return result, engine.Last, err
-}
-
-// recordWaves makes a recorded run go in waves: the record's passes hand
-// their pending workloads to a wave engine, whose ledger is the status. It
-// returns nil and a no-op for a run all at once; the function returned ends
-// the progress output and may be called more than once.
-func (o *RebalanceOptions) recordWaves(rec *record.Recorder, resolved *rebalance.Resolved, client karmadaclient.Interface) (*waves.Engine, func()) {
-	if !o.waved() {
-		return nil, func() {}
-	}
-	progress := newWaveProgress(o.ErrOut, o.quiet())
-	engine := o.waveEngine(resolved, client, progress)
-	rec.Execute = engine.Execute
-	return engine, progress.Close
 }

@@ -20,7 +20,7 @@ import (
 // workloads' metadata only: the name, uid and annotations are all a target
 // needs, and decoding whole templates into unstructured maps cost a fleet
 // several times the LIST itself (10,000 Deployments: 6.2 s against 0.9 s).
-func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved, error) {
+func (o *targetOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved, error) {
 	metadataOnly := o.listsMetadataOnly(mapper)
 	builder := o.filenameParams(o.factory.NewBuilder().
 		Unstructured().
@@ -44,7 +44,7 @@ func (o *RebalanceOptions) resolve(mapper meta.RESTMapper) (*rebalance.Resolved,
 	resolver := rebalance.Resolver{Mapper: mapper}
 	resolved := &rebalance.Resolved{}
 	add := func(info *resource.Info) error {
-		if o.embed.skips(info) {
+		if o.skips(info) {
 			return nil
 		}
 		return resolver.Add(resolved, info)
@@ -81,7 +81,7 @@ func acceptMetadataOnly(req *rest.Request) { req.SetHeader("Accept", metadataAcc
 // kind (read whole, for its spec.workloads). Only the types are mapped: a
 // NAME the mapper does not know would make the discovery cache be read again.
 // A type it cannot place keeps the builder's own path and its error.
-func (o *RebalanceOptions) listsMetadataOnly(mapper meta.RESTMapper) bool {
+func (o *targetOptions) listsMetadataOnly(mapper meta.RESTMapper) bool {
 	if len(o.Filenames) > 0 || o.Kustomize != "" || len(o.Args) != 1 || strings.Contains(o.Args[0], "/") {
 		return false
 	}

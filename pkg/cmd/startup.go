@@ -30,7 +30,7 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 // arguments and files into workloads. Its requests are bounded by --timeout
 // and Ctrl-C, and those that meet a passing fault (500, 503, 429, a reset
 // connection) are tried again.
-func (o *RebalanceOptions) startup(ctx context.Context) (meta.RESTMapper, *rebalance.Resolved, error) {
+func (o *targetOptions) startup(ctx context.Context) (meta.RESTMapper, *rebalance.Resolved, error) {
 	// Local input is judged first: its mistakes are the user's to fix
 	// whether or not a server answers.
 	if err := o.judgeLocalInput(); err != nil {
@@ -77,12 +77,12 @@ func (o *RebalanceOptions) startup(ctx context.Context) (meta.RESTMapper, *rebal
 // emptySelectionAllowed reports whether selecting nothing is an answer
 // rather than a mistake: a label selector or --all may match nothing, as in
 // kubectl get, but a file or standard input with no object is an error.
-func emptySelectionAllowed(o *RebalanceOptions) bool {
+func emptySelectionAllowed(o *targetOptions) bool {
 	return len(o.Filenames) == 0 && o.Kustomize == ""
 }
 
 // inputNames names the files given with -f or -k, for messages.
-func (o *RebalanceOptions) inputNames() string {
+func (o *targetOptions) inputNames() string {
 	var names []string
 	for _, f := range o.Filenames {
 		if f == "-" {
@@ -102,7 +102,7 @@ func (o *RebalanceOptions) inputNames() string {
 // a direct read of its group version: a group whose discovery failed must
 // not pass for a group that is not served. It returns a no-match error only
 // when the group version is really not served.
-func (o *RebalanceOptions) mapKind(ctx context.Context, mapper meta.RESTMapper, gk schema.GroupKind, version string) error {
+func (o *targetOptions) mapKind(ctx context.Context, mapper meta.RESTMapper, gk schema.GroupKind, version string) error {
 	defer o.guard.bind(o.guard.bind(ctx))
 	return retryTransient(ctx, startupBackoff, func() error {
 		_, err := mapper.RESTMapping(gk, version)
@@ -131,7 +131,7 @@ func (o *RebalanceOptions) mapKind(ctx context.Context, mapper meta.RESTMapper, 
 
 // startupError turns an error of the start-up into the interruption or the
 // timeout that caused it, when one did: nothing was written then.
-func (o *RebalanceOptions) startupError(ctx, startCtx context.Context, err error) error {
+func (o *targetOptions) startupError(ctx, startCtx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return withExitCode(ExitPending, errors.New("interrupted before any binding was read; nothing was written"))

@@ -15,4 +15,8 @@
 //     PrintPass prints as a table and Report turns into a stable document;
 //   - Descheduler.Run is the daemon: a pass every interval, optionally under
 //     a leader-election Lease, with Metrics and Health for its HTTP endpoints.
+//
+// What it shares with a rebalance comes from package rebalance, which owns
+// bindings: the ready count of a cluster, read by the template's kind
+// (rebalance.ReadyReplicas), and the dry-run modes (DryRun).
 package deschedule

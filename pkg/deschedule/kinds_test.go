@@ -20,6 +20,8 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 var flinkKind = schema.GroupVersionKind{Group: "flink.apache.org", Version: "v1beta1", Kind: "FlinkDeployment"}
@@ -300,7 +302,7 @@ func TestPassTemplateErrors(t *testing.T) {
 func TestReadyField(t *testing.T) {
 	job := newBinding("default", "batch", cluster{"m1", 2, 1})
 	job.Spec.Resource.APIVersion, job.Spec.Resource.Kind = "batch/v1", "Job"
-	assert.Empty(t, ReadyReplicas(job), "a Job's readyReplicas is not its ready count")
+	assert.Empty(t, rebalance.ReadyReplicas(job.Spec, job.Status), "a Job's readyReplicas is not its ready count")
 	job.Status.AggregatedStatus[0].Status.Raw = []byte(`{"active":2,"ready":1}`)
-	assert.Equal(t, map[string]int32{"m1": 1}, ReadyReplicas(job))
+	assert.Equal(t, map[string]int32{"m1": 1}, rebalance.ReadyReplicas(job.Spec, job.Status))
 }

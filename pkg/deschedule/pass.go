@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // Defaults of the original karmada-descheduler.
@@ -38,17 +40,18 @@ const (
 	maxNamespacedLists = 3
 )
 
-// DryRun selects whether a pass changes bindings.
-type DryRun string
+// DryRun selects whether a pass changes bindings: the same three modes as
+// a rebalance (package rebalance defines them once).
+type DryRun = rebalance.DryRun
 
 const (
 	// DryRunNone writes the new assignments and records events.
-	DryRunNone DryRun = "none"
+	DryRunNone = rebalance.DryRunNone
 	// DryRunClient computes the plan and writes nothing.
-	DryRunClient DryRun = "client"
+	DryRunClient = rebalance.DryRunClient
 	// DryRunServer sends the updates with dryRun=All, so that admission and
 	// optimistic concurrency are checked, and persists nothing.
-	DryRunServer DryRun = "server"
+	DryRunServer = rebalance.DryRunServer
 )
 
 // ParseDryRun accepts the values of kubectl's --dry-run flag; "" means none.
@@ -477,7 +480,7 @@ func (d *Descheduler) countClusters(ctx context.Context, candidates []*workv1alp
 	namespaces := map[string]map[string]bool{}
 	kinds := map[string]map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, rb := range candidates {
-		ready := ReadyReplicas(rb)
+		ready := rebalance.ReadyReplicas(rb.Spec, rb.Status)
 		gvk := resourceKind(rb)
 		for _, tc := range rb.Spec.Clusters {
 			in := ClusterInput{Cluster: tc.Name, Spec: tc.Replicas, Ready: readyPointer(ready, tc.Name)}
@@ -543,7 +546,7 @@ func (d *Descheduler) listScope(nsSet map[string]bool) []string {
 // inputs builds the formula inputs of rb from the pass's cluster indexes and
 // the binding's record of recent evictions.
 func (c *clusterCounter) inputs(rb *workv1alpha2.ResourceBinding, threshold time.Duration, now time.Time, retryBouncedAfter time.Duration) []ClusterInput {
-	ready := ReadyReplicas(rb)
+	ready := rebalance.ReadyReplicas(rb.Spec, rb.Status)
 	evictions := ReadEvictions(rb)
 	ref := rb.Spec.Resource
 	kind := resourceKind(rb).GroupKind()

@@ -1,12 +1,8 @@
 package deschedule
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
-
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Action says what a pass does, or would do, with one target cluster of a binding.
@@ -192,58 +188,11 @@ func SucceedMessage(rows []ClusterRow) string {
 	return b.String()
 }
 
-// readyReplicasField is the status field Karmada reflects into
-// aggregatedStatus for Deployments and StatefulSets, and the one a
-// ResourceInterpreterCustomization is expected to reflect for a custom kind.
-const readyReplicasField = "readyReplicas"
-
-// jobReadyField is a Job's count of ready pods. Karmada v1.18's Job
-// interpreter does not reflect it (only active, succeeded, failed, the
-// conditions and the start and completion times), so a Job's ready count is
-// unknown unless a customization's ReflectStatus adds it. active is never
-// used: it counts pending pods too, and would hide the very pods that cannot
-// run. An unknown count costs a Job nothing: all its pods are counted (Jobs
-// have no revisions) and an unschedulable pod is never ready, so its ready
-// pods are at most its parallelism less its unschedulable ones, and the
-// ready floor could not raise the result.
-const jobReadyField = "ready"
-
-// ReadyField is the aggregatedStatus field that holds the ready count of a
-// workload of kind: "ready" for Jobs, "readyReplicas" for every other kind.
-func ReadyField(kind schema.GroupKind) string {
-	if kind == jobKind {
-		return jobReadyField
-	}
-	return readyReplicasField
-}
-
-// ReadyReplicas reads, per cluster, the ready count reported in the
-// binding's aggregatedStatus (ReadyField of the template's kind). Clusters
-// without a status, with a status that does not parse, or without a numeric
-// count are absent from the map, which makes their ready count unknown.
-func ReadyReplicas(rb *workv1alpha2.ResourceBinding) map[string]int32 {
-	field := ReadyField(resourceKind(rb).GroupKind())
-	ready := make(map[string]int32, len(rb.Status.AggregatedStatus))
-	for _, item := range rb.Status.AggregatedStatus {
-		if item.Status == nil || len(item.Status.Raw) == 0 {
-			continue
-		}
-		var status map[string]json.RawMessage
-		if err := json.Unmarshal(item.Status.Raw, &status); err != nil {
-			continue
-		}
-		raw, ok := status[field]
-		if !ok || string(raw) == "null" {
-			continue
-		}
-		var n float64
-		if err := json.Unmarshal(raw, &n); err != nil {
-			continue
-		}
-		ready[item.ClusterName] = int32(n)
-	}
-	return ready
-}
+// A Job's ready count is often unknown (rebalance.ReadyField: Karmada's Job
+// interpreter does not reflect it). That costs a Job nothing here: all its
+// pods are counted (Jobs have no revisions) and an unschedulable pod is never
+// ready, so its ready pods are at most its parallelism less its
+// unschedulable ones, and the ready floor could not raise the result.
 
 // readyPointer returns the ready count of cluster as a pointer, nil when unknown.
 func readyPointer(ready map[string]int32, cluster string) *int32 {

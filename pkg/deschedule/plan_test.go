@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 func TestComputePlan(t *testing.T) {
@@ -190,5 +192,5 @@ func TestReadyReplicas(t *testing.T) {
 		item("string", `{"readyReplicas":"2"}`),
 		item("null", `{"readyReplicas":null}`),
 	}}}
-	assert.Equal(t, map[string]int32{"ok": 2, "zero": 0}, ReadyReplicas(rb))
+	assert.Equal(t, map[string]int32{"ok": 2, "zero": 0}, rebalance.ReadyReplicas(rb.Spec, rb.Status))
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
@@ -475,7 +474,9 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, key string, resume 
 	}()
 }
 
-// finish reports a failback and closes its state.
+// finish reports a failback and closes its state: the record marked when
+// the failure budget ended it, the state machine told, then the summary's
+// log line, metrics and events written.
 func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, req Request, report *Report, err error) {
 	if report != nil && report.BudgetSpent && !report.DryRun {
 		if err := c.ledger.MarkBudgetSpent(context.Background(), req.Name); err != nil {
@@ -490,114 +491,30 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 	}
 	c.mu.Unlock()
 
-	log := c.log.With("cluster", req.Cluster, "record", req.Name)
 	if report == nil {
 		report = &Report{}
 	}
-	// earlier counts the workloads a resumed failback found triggered by
-	// the run it resumes (before a restart or a lost Lease): not this run's
-	// doing, and not seen to be done.
-	done, failed, pending, earlier := 0, 0, 0, 0
-	// Events go out with the daemon's own context: a stopping daemon
-	// still says what it did.
-	ctx := context.Background()
-	for _, row := range report.Rows {
-		f, p := rebalance.CountRows([]rebalance.Row{row})
-		switch {
-		case f > 0:
-			failed++
-		case p > 0:
-			pending++
-		case row.Result == appsv1alpha1.RebalanceSuccessful && row.TriggeredAt == nil:
-			// A trigger this run wrote, or found, always has its time.
-			earlier++
-		case row.Result != "":
-			done++
-		}
-		if report.DryRun {
-			log.Info("dry run: would rebalance", "workload", workloadText(row.Workload), "binding", row.Binding)
-			continue
-		}
-		ref := bindingReference(row)
-		switch {
-		case f > 0:
-			c.opts.Events.WriteEvent(ctx, ref, corev1.EventTypeWarning, ReasonFailed, fmt.Sprintf(
-				"Failback to recovered cluster %s (workloadrebalancer %s) failed for this workload: %s", req.Cluster, req.Name, rowProblem(row)))
-		case row.TriggeredAt != nil:
-			c.opts.Events.WriteEvent(ctx, ref, corev1.EventTypeNormal, ReasonTriggered, fmt.Sprintf(
-				"Rescheduled afresh by kubectl-rebalance failback because cluster %s recovered (workloadrebalancer %s); placement %s -> %s",
-				req.Cluster, req.Name, placementText(row.Before), placementText(row.After)))
-		}
-	}
+	c.write(cluster, summarize(req, report, err, aborted))
+}
 
-	result := ResultSucceeded
-	switch {
-	case err != nil && aborted != "":
-		result = ResultStopped
-	case err != nil:
-		result = ResultError
-	case report.DryRun:
-		result = ResultDryRun
-	case report.BudgetSpent, failed > 0 && pending == 0 && aborted == "":
-		result = ResultFailed
-	case aborted != "" || pending > 0:
-		result = ResultStopped
-	case len(report.Rows) == 0:
-		result = ResultNothing
+// write logs a failback's summary, counts it in the metrics and records its
+// events. Events go out with the daemon's own context: a stopping daemon
+// still says what it did.
+func (c *Controller) write(cluster *clusterv1alpha1.Cluster, s summary) {
+	log := c.log.With("cluster", s.req.Cluster, "record", s.req.Name)
+	for _, w := range s.dryRun {
+		log.Info("dry run: would rebalance", "workload", w.workload, "binding", w.binding)
 	}
-	if !report.DryRun {
-		c.opts.Metrics.failback(req.Cluster, result, done, failed)
+	for _, e := range s.bindings {
+		c.opts.Events.WriteEvent(context.Background(), e.ref, e.eventType, e.reason, e.message)
 	}
-	attrs := []any{"result", result, "workloads", len(report.Rows), "done", done, "failed", failed, "pending", pending}
-	before := ""
-	if earlier > 0 {
-		attrs = append(attrs, "triggeredBefore", earlier)
-		before = fmt.Sprintf(" (%d more triggered before this failback was resumed)", earlier)
+	if !s.isDryRun {
+		c.opts.Metrics.failback(s.req.Cluster, s.result, s.done, s.failed)
 	}
-	if report.Stopped != "" {
-		attrs = append(attrs, "stopped", report.Stopped)
+	log.Log(context.Background(), s.level, s.logMessage, s.attrs...)
+	if s.event != nil {
+		c.event(cluster, s.event.eventType, s.event.reason, s.event.message)
 	}
-	if aborted != "" {
-		attrs = append(attrs, "aborted", aborted)
-	}
-	var message string
-	switch result {
-	case ResultError:
-		log.Error("failback failed", append(attrs, "err", err)...)
-		message = fmt.Sprintf("Failback to cluster %s stopped on an error: %v", req.Cluster, err)
-	case ResultStopped:
-		log.Warn("failback stopped", attrs...)
-		why := aborted
-		if why == "" {
-			why = reasonOr(report.Stopped, "interrupted")
-		}
-		message = fmt.Sprintf("Failback to cluster %s stopped: %s; %d workload(s) done, %d failed, %d pending%s in workloadrebalancer %s", req.Cluster, why, done, failed, pending, before, req.Name)
-	case ResultFailed:
-		log.Warn("failback finished with failures", attrs...)
-		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) done, %d failed%s", req.Cluster, done, failed, before)
-		if report.Stopped != "" {
-			message += "; " + report.Stopped
-		}
-		message += "; see workloadrebalancer " + req.Name
-	case ResultDryRun:
-		log.Info("dry run over", attrs...)
-		return
-	default:
-		log.Info("failback finished", attrs...)
-		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) rebalanced%s, recorded as workloadrebalancer %s", req.Cluster, done, before, req.Name)
-		if result == ResultNothing {
-			message = fmt.Sprintf("Failback to cluster %s: no workload would gain replicas there from a fresh reschedule; nothing moved", req.Cluster)
-		}
-	}
-	eventType := corev1.EventTypeNormal
-	reason := ReasonFinished
-	if result != ResultSucceeded && result != ResultNothing {
-		eventType, reason = corev1.EventTypeWarning, ReasonStopped
-		if result == ResultFailed {
-			reason = ReasonFinished
-		}
-	}
-	c.event(cluster, eventType, reason, message)
 }
 
 // event records an event on a Cluster; failing to is logged, not fatal.
@@ -637,14 +554,6 @@ func rowProblem(row rebalance.Row) string {
 		return "failed"
 	}
 	return strings.Join(parts, ": ")
-}
-
-func placementText(p []workv1alpha2.TargetCluster) string {
-	parts := make([]string, 0, len(p))
-	for _, t := range p {
-		parts = append(parts, fmt.Sprintf("%s:%d", t.Name, t.Replicas))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // listOne is the cheapest list: one item, to check access.

@@ -18,5 +18,6 @@
 //
 // What a failback does (select the workloads a fresh reschedule would give
 // replicas on the cluster, and rebalance them in waves) is the Runner's
-// job; the command wires it to kubectl rebalance's own code.
+// job; the command's Runner resolves and selects them as kubectl rebalance
+// does and runs them with the same engine, package run.
 package failback

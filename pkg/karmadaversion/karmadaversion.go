@@ -260,3 +260,12 @@ func (m mapSchema) Enum(path string) []string {
 	}
 	return out
 }
+
+// Describe says which release was detected and from what, or why none
+// could be, for a message.
+func Describe(info Info, err error) string {
+	if err != nil {
+		return fmt.Sprintf("the Karmada release could not be told (%v)", err)
+	}
+	return fmt.Sprintf("this control plane runs Karmada %s (%s)", info.Range(), info.Evidence)
+}

@@ -11,7 +11,6 @@ import (
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/karmada-io/karmada/pkg/scheduler/core"
-	"github.com/karmada-io/karmada/pkg/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -458,34 +457,13 @@ func (s *karmadaScheduler) divider(ctx context.Context, release *karmadaversion.
 	// The filter plugins read the scheduler's own copies, not a snapshot:
 	// they do not read the summaries, which the caller changes, and a
 	// snapshot would copy every cluster for each row of the batch.
-	var fit []*clusterv1alpha1.Cluster
+	clusters := make([]*clusterv1alpha1.Cluster, 0, len(s.clusters))
 	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
-		c := s.clusters[name]
-		if !c.DeletionTimestamp.IsZero() {
-			continue
-		}
-		result := s.framework.RunFilterPlugins(&framework.FilterContext{
-			Context: ctx, BindingSpec: spec, BindingStatus: status, Cluster: c,
-			ResourceBindingIndexer: s.cache.ResourceBindingIndexer(),
-			AssigningBindings:      s.cache.AssigningResourceBindings().GetBindings(),
-		})
-		if result.IsSuccess() {
-			fit = append(fit, c)
-		}
+		clusters = append(clusters, s.clusters[name])
 	}
-	if len(fit) == 0 {
+	list, err := s.scoreClusters(ctx, clusters, spec, status)
+	if err != nil || len(list) == 0 {
 		return nil, false
-	}
-	scores, result := s.framework.RunScorePlugins(ctx, spec, fit)
-	if result != nil {
-		return nil, false
-	}
-	list := make(framework.ClusterScoreList, len(fit))
-	for i, c := range fit {
-		list[i] = framework.ClusterScore{Cluster: c}
-		for _, byCluster := range scores {
-			list[i].Score += byCluster[i].Score
-		}
 	}
 	return func() ([]workv1alpha2.TargetCluster, error) {
 		selected, err := core.SelectClusters(list, spec.Placement, spec, status, s.cache.AssigningResourceBindings())

@@ -10,4 +10,8 @@
 // (Predict, Classify, Summarize) over values, fed by a thin layer (Source)
 // that reads the API with one LIST of clusters and one LIST of bindings per
 // namespace (or one across all namespaces). Nothing here writes to the API.
+//
+// Its callers: plan prints the predictions; kubectl rebalance and the
+// failback daemon select their targets with Select (--to-cluster,
+// --changed-only) before they hand them to package run.
 package predict

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // This file makes a prediction true to the Karmada release the control plane
@@ -243,9 +244,24 @@ func strategyOf(spec *workv1alpha2.ResourceBindingSpec) string {
 // selected clusters with the replicas each has room for.
 func (s *karmadaScheduler) candidates(ctx context.Context, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) ([]spreadconstraint.ClusterDetailInfo, error) {
 	snapshot := s.cache.Snapshot()
-	var fit []*clusterv1alpha1.Cluster
+	clusters := make([]*clusterv1alpha1.Cluster, 0, snapshot.NumOfClusters())
 	for _, info := range snapshot.GetClusters() {
-		c := info.Cluster()
+		clusters = append(clusters, info.Cluster())
+	}
+	list, err := s.scoreClusters(ctx, clusters, spec, status)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return core.SelectClusters(list, spec.Placement, spec, status, s.cache.AssigningResourceBindings())
+}
+
+// scoreClusters runs Karmada's filter plugins over clusters (leaving out
+// those being deleted) and its score plugins over the ones that fit, and
+// sums each cluster's scores: what the generic scheduler does before it
+// selects clusters. It returns no score when no cluster fits.
+func (s *karmadaScheduler) scoreClusters(ctx context.Context, clusters []*clusterv1alpha1.Cluster, spec *workv1alpha2.ResourceBindingSpec, status *workv1alpha2.ResourceBindingStatus) (framework.ClusterScoreList, error) {
+	var fit []*clusterv1alpha1.Cluster
+	for _, c := range clusters {
 		if !c.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -272,7 +288,7 @@ func (s *karmadaScheduler) candidates(ctx context.Context, spec *workv1alpha2.Re
 			list[i].Score += byCluster[i].Score
 		}
 	}
-	return core.SelectClusters(list, spec.Placement, spec, status, s.cache.AssigningResourceBindings())
+	return list, nil
 }
 
 // olderEstimates replaces, in candidates, the room the pinned general
@@ -529,17 +545,15 @@ func namesWithWeight(shares []share, weight int64) []string {
 	return out
 }
 
-// placementText prints a placement as {member1:2, member2:1}, in name order.
+// placementText prints a placement as {member1:2, member2:1}, in name
+// order, each cluster once: the scheduler's words (rebalance.FormatPlacement)
+// for placements that may list a cluster twice or in another order.
 func placementText(p []workv1alpha2.TargetCluster) string {
 	m := placementMap(p)
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
+	clusters := make([]workv1alpha2.TargetCluster, 0, len(m))
+	for name, replicas := range m {
+		clusters = append(clusters, workv1alpha2.TargetCluster{Name: name, Replicas: replicas})
 	}
-	slices.Sort(names)
-	parts := make([]string, 0, len(names))
-	for _, name := range names {
-		parts = append(parts, fmt.Sprintf("%s:%d", name, m[name]))
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
+	slices.SortFunc(clusters, func(a, b workv1alpha2.TargetCluster) int { return strings.Compare(a.Name, b.Name) })
+	return rebalance.FormatPlacement(clusters)
 }

@@ -1,7 +1,11 @@
 // Package rebalance resolves workloads to their Karmada bindings, writes the
 // reschedule trigger at a time the scheduler honours, and classifies what the
 // scheduler did with each trigger, in the CRD's result vocabulary and order.
-// Keeping a WorkloadRebalancer object and its TTL is package record's job.
+// It owns what a binding says: its placement, its outcome and whether the
+// replicas of its placement are ready (CheckReady, read by the template's
+// kind), which a row carries as its Readiness.
+// Keeping a WorkloadRebalancer object and its TTL is package record's job;
+// running a whole rebalance (waves, recording) is package run's.
 package rebalance
 
 import (

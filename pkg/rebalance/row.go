@@ -32,6 +32,10 @@ type Row struct {
 	// Unchangeable, when set, is why a fresh reschedule cannot change the
 	// binding's placement (see UnchangeableReason).
 	Unchangeable string
+	// Readiness, when set, is what the binding's aggregatedStatus last said
+	// of the replicas of the new placement (CheckReady); nil when nobody
+	// waited for them.
+	Readiness *Readiness
 	// ClientReason is a reason of the plugin's own, for a Failed result
 	// Karmada's controller would never record: ReasonBindingMismatch or
 	// ReasonTriggerRejected. A recorded status leaves such a workload pending.

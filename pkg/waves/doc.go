@@ -4,7 +4,8 @@
 // a run and nothing else: which workload starts when (order, window, pause
 // between waves), when a workload counts as done (scheduled and, by default,
 // its replicas ready as the binding's aggregatedStatus reports them) or as
-// failed (a failure, or no progress within the progress deadline), and when
+// failed (a failure, or no progress within the progress deadline; readiness
+// is the row's Readiness, read by rebalance.CheckReady), and when
 // the run stops starting new workloads (the failure budget, the context
 // ending). Writing each trigger and reading the scheduler's answer is
 // package rebalance's job; recording the run is package record's.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -365,7 +364,7 @@ func (e *Engine) judge(f finishedMove, runCtx context.Context) rebalance.Row {
 		}
 		return row
 	}
-	if runCtx.Err() != nil && e.WaitReady && row.Observation.Outcome == rebalance.OutcomeScheduled && !readyMessage(row.Message) {
+	if runCtx.Err() != nil && e.WaitReady && row.Observation.Outcome == rebalance.OutcomeScheduled && !seenReady(row) {
 		// Stopped while waiting for the replicas: neither done nor failed.
 		row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeWaiting, Reason: ReasonAwaitingReady,
 			Message: "rescheduled; the run stopped before the replicas were ready"}
@@ -381,7 +380,7 @@ func (e *Engine) isFinal(row rebalance.Row) bool {
 	case row.Observation.Outcome == rebalance.OutcomeSchedulingFailed, row.Observation.Outcome == rebalance.OutcomeIgnored:
 		return true
 	case row.Observation.Outcome == rebalance.OutcomeScheduled:
-		return !e.WaitReady || readyMessage(row.Message)
+		return !e.WaitReady || seenReady(row)
 	}
 	return false
 }
@@ -392,9 +391,9 @@ func isFailure(row rebalance.Row) bool {
 	return failed > 0
 }
 
-// readyMessage tells a row whose replicas were seen ready (see waitReady).
-func readyMessage(message string) bool {
-	return strings.HasPrefix(message, readyPrefix)
+// seenReady tells a row whose replicas were seen ready (see waitReady).
+func seenReady(row rebalance.Row) bool {
+	return row.Readiness != nil && row.Readiness.Ready
 }
 
 // countWritten counts the rows whose trigger this run wrote.

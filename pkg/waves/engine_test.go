@@ -65,6 +65,7 @@ func (f *fakeMover) Move(ctx context.Context, t rebalance.Target, triggered func
 	row.Observation = rebalance.Observation{Outcome: outcome}
 	if outcome == rebalance.OutcomeScheduled {
 		row.Message = readyPrefix + "member1 1/1"
+		row.Readiness = &rebalance.Readiness{Ready: true, Detail: "member1 1/1"}
 	}
 	return row, nil
 }

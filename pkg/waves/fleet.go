@@ -415,7 +415,8 @@ func (m *fleetMover) Move(ctx context.Context, t rebalance.Target, triggered fun
 			if !m.waitReady {
 				return row, nil
 			}
-			r := CheckReady(b.Spec, b.Status)
+			r := rebalance.CheckReady(b.Spec, b.Status)
+			row.Readiness = &r
 			if r.Ready {
 				row.Message = readyPrefix + r.Detail
 				return row, nil

@@ -72,7 +72,8 @@ func (m *BindingMover) waitReady(ctx context.Context, row *rebalance.Row) {
 	}()
 	check := func(b *rebalance.Binding) bool {
 		row.After = b.Spec.Clusters
-		r := CheckReady(b.Spec, b.Status)
+		r := rebalance.CheckReady(b.Spec, b.Status)
+		row.Readiness = &r
 		row.Message = readyPrefix + r.Detail
 		if !r.Ready {
 			row.Message = "waiting for replicas to be ready: " + r.Detail

@@ -16,9 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
@@ -33,13 +31,8 @@ type commandResult struct {
 // control plane's kubeconfig, with a private discovery cache.
 func rebalanceCmd(t *testing.T, cp *harness.ControlPlane, args ...string) commandResult {
 	t.Helper()
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	root := cmd.NewCmdRebalance(streams)
-	root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
-	code := cmd.Execute(root, streams)
-	res := commandResult{code: code, stdout: out.String(), stderr: errOut.String()}
-	t.Logf("kubectl rebalance %s\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
-	return res
+	r := fixtures.RunPlugin(t, cp.Kubeconfig, args...)
+	return commandResult{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 // deployWithPolicy creates Deployments with the tutorial's dynamic-weight

@@ -33,7 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
@@ -355,7 +355,7 @@ func countReady(ctx context.Context, c *fixtures.Clients) (ready, total int, err
 
 func scheduledAndReady(rb *workv1alpha2.ResourceBinding) bool {
 	return rb.Status.SchedulerObservedGeneration == rb.Generation && rb.Status.LastScheduledTime != nil &&
-		waves.CheckReady(rb.Spec, rb.Status).Ready
+		rebalance.CheckReady(rb.Spec, rb.Status).Ready
 }
 
 // waitSettled waits until every binding is scheduled at its latest spec and

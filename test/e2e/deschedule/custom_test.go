@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 )
 
@@ -271,7 +271,7 @@ func TestDescheduleSeedExampleCustomResource(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		ready, known := deschedule.ReadyReplicas(rb)["member1"]
+		ready, known := rebalance.ReadyReplicas(rb.Spec, rb.Status)["member1"]
 		return known && ready == 0, fmt.Sprintf("ready=%d known=%t", ready, known)
 	})
 	time.Sleep(2 * time.Second) // past the one-second threshold of the pass

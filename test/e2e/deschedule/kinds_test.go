@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
@@ -166,7 +167,7 @@ func (e *env) bindingReadyUnknown(binding, cluster string) {
 		}
 		for _, s := range rb.Status.AggregatedStatus {
 			if s.ClusterName == cluster && s.Status != nil {
-				_, known := deschedule.ReadyReplicas(rb)[cluster]
+				_, known := rebalance.ReadyReplicas(rb.Spec, rb.Status)[cluster]
 				return !known, string(s.Status.Raw)
 			}
 		}

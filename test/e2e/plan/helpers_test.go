@@ -15,11 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
@@ -34,13 +32,8 @@ type result struct {
 // run runs kubectl rebalance with args against the control plane.
 func run(t *testing.T, cp *harness.ControlPlane, args ...string) result {
 	t.Helper()
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	root := cmd.NewCmdRebalance(streams)
-	root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
-	code := cmd.Execute(root, streams)
-	res := result{code: code, stdout: out.String(), stderr: errOut.String()}
-	t.Logf("kubectl rebalance %s\nexit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
-	return res
+	r := fixtures.RunPlugin(t, cp.Kubeconfig, args...)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 // report runs kubectl rebalance with args and -o report-json and decodes the report.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 )
 
@@ -86,7 +86,7 @@ func (tl *timeline) see(rb *workv1alpha2.ResourceBinding) {
 	if !scheduled {
 		return
 	}
-	if tl.ready && !waves.CheckReady(rb.Spec, rb.Status).Ready {
+	if tl.ready && !rebalance.CheckReady(rb.Spec, rb.Status).Ready {
 		return
 	}
 	tl.done[rb.Name] = true

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
@@ -82,7 +83,8 @@ func (e *bounceEnv) unschedulableIn(n int32) {
 				}
 			}
 		}
-		ready, known := deschedule.ReadyReplicas(e.binding())["member1"]
+		rb := e.binding()
+		ready, known := rebalance.ReadyReplicas(rb.Spec, rb.Status)["member1"]
 		// A member Deployment without ready pods reports no readyReplicas:
 		// unknown, which counts as below the assignment.
 		return stuck == n && total == n && (!known || ready == 0), fmt.Sprintf("%d of %d unschedulable, ready %d (known %t)", stuck, total, ready, known)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/deschedule"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/deschedule/deschedtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
@@ -152,7 +153,7 @@ func (e *env) waitReady(name, cluster string, want *int32) {
 		if err != nil {
 			return false, err.Error()
 		}
-		ready, ok := deschedule.ReadyReplicas(rb)[cluster]
+		ready, ok := rebalance.ReadyReplicas(rb.Spec, rb.Status)[cluster]
 		hasStatus := slices.ContainsFunc(rb.Status.AggregatedStatus, func(s workv1alpha2.AggregatedStatusItem) bool {
 			return s.ClusterName == cluster && s.Status != nil
 		})

@@ -20,54 +20,30 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
 // Result is what a user sees of one run of the command.
-type Result struct {
-	Code           int
-	Stdout, Stderr string
-	// Took is how long the command ran.
-	Took time.Duration
-}
+type Result = fixtures.PluginRun
 
 // Rebalance runs `kubectl rebalance ARGS` in process against the control
 // plane's kubeconfig, with a private discovery cache.
 func Rebalance(t *testing.T, cp *harness.ControlPlane, args ...string) Result {
 	t.Helper()
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	root := cmd.NewCmdRebalance(streams)
-	root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir()}, args...))
-	start := time.Now()
-	code := cmd.Execute(root, streams)
-	res := Result{Code: code, Stdout: out.String(), Stderr: errOut.String(), Took: time.Since(start)}
-	t.Logf("kubectl rebalance %s\nexit %d after %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), res.Code, res.Took.Round(time.Millisecond), res.Stdout, res.Stderr)
-	return res
+	return fixtures.RunPlugin(t, cp.Kubeconfig, args...)
 }
 
 // Background runs the command in process in a goroutine; Wait returns its result.
 type Background struct {
-	done chan Result
+	done <-chan Result
 }
 
 // Start runs Rebalance in the background.
 func Start(t *testing.T, cp *harness.ControlPlane, args ...string) *Background {
 	t.Helper()
-	b := &Background{done: make(chan Result, 1)}
-	dir := t.TempDir()
-	go func() {
-		streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-		root := cmd.NewCmdRebalance(streams)
-		root.SetArgs(append([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", dir}, args...))
-		start := time.Now()
-		code := cmd.Execute(root, streams)
-		b.done <- Result{Code: code, Stdout: out.String(), Stderr: errOut.String(), Took: time.Since(start)}
-	}()
-	return b
+	return &Background{done: fixtures.StartPlugin(t, cp.Kubeconfig, args...)}
 }
 
 // Wait waits for the background command, at most timeout.
