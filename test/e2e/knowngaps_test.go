@@ -50,6 +50,9 @@ func TestPlanWithEstimators(t *testing.T) {
 
 	res := rebalanceCmd(t, cp, "plan", "deployment/"+name, "-n", ns, "-o", "report-json")
 	require.Equal(t, cmd.ExitOK, res.code, res.stderr)
+	// The release is told while the workloads are resolved, and is not cut
+	// short with the start-up.
+	assert.NotContains(t, res.stderr, "the Karmada release could not be told")
 	var report printers.Report
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &report))
 	require.Len(t, report.Workloads, 1)
