@@ -148,8 +148,8 @@ func TestPlanSingleWorkloads(t *testing.T) {
 	t.Run("a cluster without room", func(t *testing.T) {
 		const ns = "plan-full"
 		fixtures.TestNamespace(ctx, t, c, ns)
-		// member3's single node has 32 CPUs: the filler leaves 2.
-		deployment(ctx, t, c, ns, "filler", 1, "30")
+		// member3's single node has 64 CPUs: the filler leaves 2.
+		deployment(ctx, t, c, ns, "filler", 1, "62")
 		policy(ctx, t, c, ns, "filler", policyv1alpha1.Placement{
 			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"member3"}}, ReplicaScheduling: duplicated}, "filler")
 		settle(ctx, t, cp, c)
