@@ -24,17 +24,15 @@ import (
 
 // tutorialAfterFailover runs the seed tutorial up to the recovery: the
 // Deployment name over member1 and member2 by dynamic weight, member1 tainted
-// NoExecute until the replicas are all on member2, then the taint removed.
+// NoExecute until the replicas are all on member2 and Karmada has finished
+// evicting, then the taint removed.
 func tutorialAfterFailover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string) {
 	t.Helper()
 	fixtures.TestNamespace(ctx, t, c, ns)
 	deployWithPolicy(ctx, t, c, ns, name, nil, []string{"member1", "member2"}, name)
 	_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", 2*time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err)
-	require.NoError(t, c.SetClusterTaint(ctx, "member1", true))
-	t.Cleanup(func() { _ = c.SetClusterTaint(context.Background(), "member1", false) })
-	_, err = c.WaitForPlacement(ctx, ns, name+"-deployment", 2*time.Minute, "{member2:3}")
-	require.NoError(t, err)
+	fixtures.Failover(ctx, t, c, ns, name+"-deployment")
 	require.NoError(t, c.SetClusterTaint(ctx, "member1", false))
 }
 

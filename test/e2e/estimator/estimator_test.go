@@ -38,7 +38,7 @@ func TestPlanSeedStoryWithEstimators(t *testing.T) {
 	rt.Deployments(ctx, t, c, ns, "app")
 	_, err := c.WaitForPlacement(ctx, ns, "app-deployment", 2*time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err)
-	failover(ctx, t, c, ns, "app-deployment")
+	fixtures.Failover(ctx, t, c, ns, "app-deployment")
 	require.NoError(t, c.SetClusterTaint(ctx, "member1", false))
 	waitUntainted(ctx, t, c, "member1")
 
@@ -150,7 +150,7 @@ func TestFailbackSeedStoryWithEstimators(t *testing.T) {
 	require.NoError(t, err)
 	logs := startFailback(t, cp, "-n", ns, "--stabilization-window", "5s", "--ttl", "600", "--leader-elect-identity", "estimator-seed")
 
-	failover(ctx, t, c, ns, "foo-deployment")
+	fixtures.Failover(ctx, t, c, ns, "foo-deployment")
 	require.NoError(t, c.SetClusterTaint(ctx, "member1", false))
 
 	_, err = c.WaitForPlacement(ctx, ns, "foo-deployment", 3*time.Minute, fixtures.TutorialSplits...)

@@ -10,15 +10,11 @@ import (
 	"testing"
 	"time"
 
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
-	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -66,28 +62,6 @@ func text(m map[string]int32) string {
 		parts[i] = fmt.Sprintf("%s:%d", name, m[name])
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// failover taints member1 NoExecute, as the seed tutorial does, and waits
-// until Karmada moved every binding to member2 and finished evicting it.
-func failover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, bindings ...string) {
-	t.Helper()
-	require.NoError(t, c.SetClusterTaint(ctx, "member1", true))
-	t.Cleanup(func() { _ = c.SetClusterTaint(context.Background(), "member1", false) })
-	for _, b := range bindings {
-		_, err := c.WaitForPlacement(ctx, ns, b, 2*time.Minute, "{member2:3}")
-		require.NoError(t, err)
-		var tasks []workv1alpha2.GracefulEvictionTask
-		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, b, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			tasks = rb.Spec.GracefulEvictionTasks
-			return len(tasks) == 0, nil
-		})
-		require.NoError(t, err, "karmada never finished evicting %s/%s from member1: graceful eviction tasks %+v", ns, b, tasks)
-	}
 }
 
 // logBuffer collects a daemon's output.

@@ -42,7 +42,7 @@ func TestFailbackSeedStory(t *testing.T) {
 	d.waitLog(t, "acting on recoveries", time.Minute)
 	metricsURL := "http://" + regexp.MustCompile(`msg="serving metrics".* address=(\S+)`).FindStringSubmatch(d.text())[1] + "/metrics"
 
-	failover(ctx, t, c, ns, "app-deployment")
+	fixtures.Failover(ctx, t, c, ns, "app-deployment")
 	assert.Empty(t, failbackRecords(ctx, t, c, "member1"), "no failback while member1 is tainted")
 	recovered := recoverMember1(ctx, t, c)
 
@@ -93,7 +93,7 @@ func TestFailbackFlappingCluster(t *testing.T) {
 
 	d := startDaemon(t, cp, "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "flap")
 	d.waitLog(t, "acting on recoveries", time.Minute)
-	failover(ctx, t, c, ns, "flappy-deployment")
+	fixtures.Failover(ctx, t, c, ns, "flappy-deployment")
 
 	first := recoverMember1(ctx, t, c)
 	d.waitLog(t, "cluster recovered", time.Minute)
@@ -139,7 +139,7 @@ func TestFailbackFailureBudget(t *testing.T) {
 		"--max-in-flight", "1", "--max-failures", "1", "--progress-deadline", "15s", "--metrics-bind-address", "127.0.0.1:0")
 	d.waitLog(t, "acting on recoveries", time.Minute)
 	metricsURL := "http://" + regexp.MustCompile(`msg="serving metrics".* address=(\S+)`).FindStringSubmatch(d.text())[1] + "/metrics"
-	failover(ctx, t, c, ns, "a-gated-deployment", "b-open-deployment")
+	fixtures.Failover(ctx, t, c, ns, "a-gated-deployment", "b-open-deployment")
 	breakPods(ctx, t, c, ns, "a-gated")
 	recovered := recoverMember1(ctx, t, c)
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,32 +156,6 @@ func waitEvent(ctx context.Context, t *testing.T, c *fixtures.Clients, namespace
 	})
 	require.NoError(t, err, "no %s event on %s %s/%s", reason, kind, namespace, name)
 	return got
-}
-
-// failover taints member1 as the tutorial does and waits until the
-// bindings have left it: placed on member2 only, and Karmada done evicting
-// (no graceful eviction task left, which it removes once the replicas are
-// healthy on member2). Until then Karmada's scheduler keeps member1 out of
-// the binding's placements (its ClusterEviction filter), and so does the
-// prediction.
-func failover(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string, bindings ...string) {
-	t.Helper()
-	require.NoError(t, c.SetClusterTaint(ctx, "member1", true))
-	t.Cleanup(func() { _ = c.SetClusterTaint(context.Background(), "member1", false) })
-	for _, b := range bindings {
-		_, err := c.WaitForPlacement(ctx, ns, b, 2*time.Minute, "{member2:3}")
-		require.NoError(t, err)
-		var tasks []workv1alpha2.GracefulEvictionTask
-		err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, b, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			tasks = rb.Spec.GracefulEvictionTasks
-			return len(tasks) == 0, nil
-		})
-		require.NoError(t, err, "karmada never finished evicting %s/%s from member1: graceful eviction tasks %+v", ns, b, tasks)
-	}
 }
 
 // breakPods makes the pods of the Deployments names never get ready from

@@ -61,7 +61,7 @@ func TestFailbackInterrupted(t *testing.T) {
 
 	first := startProcess(t, cp, binary, "interrupt-1", flags...)
 	first.waitLog(t, "acting on recoveries", time.Minute)
-	failover(ctx, t, c, ns, "a-stuck-deployment", "b-open-deployment", "c-stuck-deployment", "d-open-deployment")
+	fixtures.Failover(ctx, t, c, ns, "a-stuck-deployment", "b-open-deployment", "c-stuck-deployment", "d-open-deployment")
 	breakPods(ctx, t, c, ns, "a-stuck", "c-stuck")
 	recovered := recoverMember1(ctx, t, c)
 
@@ -144,7 +144,7 @@ func TestFailbackResumeAfterKill(t *testing.T) {
 
 	first := startProcess(t, cp, binary, "resume-1", flags...)
 	first.waitLog(t, "acting on recoveries", time.Minute)
-	failover(ctx, t, c, ns, "a-stuck-deployment", "b-open-deployment", "c-open-deployment")
+	fixtures.Failover(ctx, t, c, ns, "a-stuck-deployment", "b-open-deployment", "c-open-deployment")
 	breakPods(ctx, t, c, ns, "a-stuck")
 	recovered := recoverMember1(ctx, t, c)
 

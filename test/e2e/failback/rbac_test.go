@@ -63,7 +63,7 @@ func TestFailbackRBAC(t *testing.T) {
 	t.Cleanup(proxy.Close)
 	d := startDaemon(t, cp, append(asFailback(), "--kubeconfig", proxy.Kubeconfig, "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "rbac")...)
 	d.waitLog(t, "acting on recoveries", time.Minute)
-	failover(ctx, t, c, ns, "guarded-deployment")
+	fixtures.Failover(ctx, t, c, ns, "guarded-deployment")
 	recovered := recoverMember1(ctx, t, c)
 	rec := waitRecord(ctx, t, c, "member1", 3*time.Minute, func(rb *appsv1alpha1.WorkloadRebalancer) bool { return rb.Status.FinishTime != nil })
 	assert.Equal(t, appsv1alpha1.RebalanceSuccessful, rec.Status.ObservedWorkloads[0].Result)
