@@ -31,8 +31,13 @@ import (
 )
 
 // WaitTimeout bounds every wait on Karmada or a member cluster: two cores
-// run the whole control plane and several tests at once.
-const WaitTimeout = 3 * time.Minute
+// run the whole control plane and several tests at once, and on the default
+// environment (v1.18 with its manifest's AllAlpha gates, PriorityBasedScheduling
+// among them) a binding whose first scheduling attempt failed - a member that
+// looked full for a moment while a parallel test filled it - waits among the
+// unschedulable bindings for up to 5 minutes (flushed every 30 s) before
+// karmada-scheduler tries it again.
+const WaitTimeout = 6 * time.Minute
 
 // Env is one test's namespace on the shared control plane.
 type Env struct {
