@@ -154,7 +154,7 @@ func TestFailbackSeedStoryWithEstimators(t *testing.T) {
 	require.NoError(t, c.SetClusterTaint(ctx, "member1", false))
 
 	_, err = c.WaitForPlacement(ctx, ns, "foo-deployment", 3*time.Minute, fixtures.TutorialSplits...)
-	require.NoError(t, err, "foo is back on member1 without any command; daemon logs:\n%s", logs.text())
+	require.NoError(t, err, "foo is back on member1 without any command; daemon logs:\n%s", logs.Text())
 	var rec *appsv1alpha1.WorkloadRebalancer
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().List(ctx, metav1.ListOptions{
@@ -165,7 +165,7 @@ func TestFailbackSeedStoryWithEstimators(t *testing.T) {
 		rec = &list.Items[len(list.Items)-1]
 		return rec.Status.FinishTime != nil, nil
 	})
-	require.NoError(t, err, "a finished failback record; daemon logs:\n%s", logs.text())
+	require.NoError(t, err, "a finished failback record; daemon logs:\n%s", logs.Text())
 	assert.Equal(t, []appsv1alpha1.ObjectReference{rt.Deploy(ns, "foo")}, rec.Spec.Workloads)
 	_ = c.Karmada.AppsV1alpha1().WorkloadRebalancers().Delete(context.Background(), rec.Name, metav1.DeleteOptions{})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
 
@@ -64,29 +64,11 @@ func text(m map[string]int32) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// logBuffer collects a daemon's output.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) text() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startFailback runs kubectl rebalance failback in this process until the
 // test ends.
-func startFailback(t *testing.T, cp *harness.ControlPlane, args ...string) *logBuffer {
+func startFailback(t *testing.T, cp *harness.ControlPlane, args ...string) *fixtures.LogBuffer {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &fixtures.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: logs, ErrOut: logs}
 	root := cmd.NewCmdRebalance(streams)
@@ -98,9 +80,9 @@ func startFailback(t *testing.T, cp *harness.ControlPlane, args ...string) *logB
 		cancel()
 		select {
 		case code := <-done:
-			t.Logf("failback exit %d; logs:\n%s", code, logs.text())
+			t.Logf("failback exit %d; logs:\n%s", code, logs.Text())
 		case <-time.After(time.Minute):
-			t.Errorf("the failback daemon did not stop; logs:\n%s", logs.text())
+			t.Errorf("the failback daemon did not stop; logs:\n%s", logs.Text())
 		}
 	})
 	return logs

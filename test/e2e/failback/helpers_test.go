@@ -1,11 +1,9 @@
 package failback
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,22 +27,9 @@ import (
 const window = 20 * time.Second
 
 // logBuffer collects a daemon's logs while the test reads them.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logBuffer struct{ fixtures.LogBuffer }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) text() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+func (b *logBuffer) text() string { return b.Text() }
 
 // waitLog waits until the daemon logged s.
 func (b *logBuffer) waitLog(t *testing.T, s string, timeout time.Duration) {
