@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/client-go/rest"
@@ -35,8 +36,27 @@ type CountingProxy struct {
 	server *http.Server
 }
 
+// pullPrefix starts the paths the proxy forwards to a Pull member: the
+// command reaches a Pull member through a kubeconfig context of its own
+// (the cluster proxy does not serve it), and those requests are counted too.
+const pullPrefix = "/pull/"
+
 // StartCountingProxy starts a proxy that forwards with the admin credentials.
+// Its kubeconfig holds the karmada-apiserver context only.
 func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
+	return cp.startCountingProxy(false)
+}
+
+// StartCountingProxyWithPullMembers is StartCountingProxy whose kubeconfig
+// also has a context per Pull member, named like the member and going
+// through the proxy: a command given it as --member-kubeconfig reads the Pull
+// members as a user's members.config lets it, and every request it sends,
+// to the Karmada apiserver or to a member, is counted.
+func (cp *ControlPlane) StartCountingProxyWithPullMembers() (*CountingProxy, error) {
+	return cp.startCountingProxy(true)
+}
+
+func (cp *ControlPlane) startCountingProxy(pullMembers bool) (*CountingProxy, error) {
 	transport, err := rest.TransportFor(cp.Karmada)
 	if err != nil {
 		return nil, err
@@ -54,10 +74,31 @@ func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	pulls := map[string]http.Handler{}
+	if pullMembers {
+		for _, m := range cp.Members {
+			if !m.Pull {
+				continue
+			}
+			h, err := memberForwarder(m)
+			if err != nil {
+				return nil, err
+			}
+			pulls[m.Name] = h
+		}
+	}
 	p := &CountingProxy{Counter: counter, Requests: &RequestSet{seen: map[string]bool{}}}
 	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		counter.add(requestVerb(r), 1)
 		p.Requests.add(requestVerb(r) + " " + r.URL.Path)
+		if rest, ok := strings.CutPrefix(r.URL.Path, pullPrefix); ok {
+			name, path, _ := strings.Cut(rest, "/")
+			if h := pulls[name]; h != nil {
+				r.URL.Path, r.URL.RawPath = "/"+path, ""
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
 		forward.ServeHTTP(w, r)
 	})}
 	go func() { _ = p.server.Serve(l) }()
@@ -67,6 +108,11 @@ func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
 	cfg.AuthInfos[KarmadaContext] = &clientcmdapi.AuthInfo{}
 	cfg.Contexts[KarmadaContext] = &clientcmdapi.Context{Cluster: KarmadaContext, AuthInfo: KarmadaContext}
 	cfg.CurrentContext = KarmadaContext
+	for name := range pulls {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "http://" + l.Addr().String() + pullPrefix + name}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
 	dir, err := os.MkdirTemp(cp.Dir, "proxy-")
 	if err != nil {
 		p.Close()
@@ -78,6 +124,22 @@ func (cp *ControlPlane) StartCountingProxy() (*CountingProxy, error) {
 		return nil, fmt.Errorf("write proxy kubeconfig: %w", err)
 	}
 	return p, nil
+}
+
+// memberForwarder forwards to a member's apiserver with its admin credentials.
+func memberForwarder(m *Member) (http.Handler, error) {
+	transport, err := rest.TransportFor(m.Config)
+	if err != nil {
+		return nil, err
+	}
+	target, err := url.Parse(m.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	forward := httputil.NewSingleHostReverseProxy(target)
+	forward.Transport = transport
+	forward.FlushInterval = -1
+	return forward, nil
 }
 
 // RequestSet is a set of requests, safe for concurrent use.

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -92,11 +93,12 @@ func BenchmarkPlan2000(b *testing.B) {
 	// through the counting proxy: the ratios are to the second, so that the
 	// proxy's hop is on both sides of them.
 	defer harness.MeasureLock(b)()
-	proxy, err := cp.StartCountingProxy()
+	proxy, err := cp.StartCountingProxyWithPullMembers()
 	require.NoError(b, err)
 	defer proxy.Close()
 	proxied, err := clientcmd.BuildConfigFromFlags("", proxy.Kubeconfig)
 	require.NoError(b, err)
+	straightMembers, proxiedMembers := memberConfigs(b, cp, cp.Karmada, ""), memberConfigs(b, cp, proxied, proxy.Kubeconfig)
 	var (
 		timings = map[string][]time.Duration{}
 		counted = map[string]map[string]int{}
@@ -107,10 +109,10 @@ func BenchmarkPlan2000(b *testing.B) {
 		counted[name] = counts
 	}
 	const (
-		directName    = "bare: LIST bindings + LIST clusters, straight"
-		directTplName = "bare: LIST deployments + bindings + clusters, straight"
-		bareName      = "bare: LIST bindings + LIST clusters, via the proxy"
-		bareTplName   = "bare: LIST deployments + bindings + clusters, via the proxy"
+		directName    = "bare: LIST bindings + clusters + member nodes/pods, straight"
+		directTplName = "bare: LIST deployments + the same, straight"
+		bareName      = "bare: LIST bindings + clusters + member nodes/pods, via the proxy"
+		bareTplName   = "bare: LIST deployments + the same, via the proxy"
 		fileName      = "kubectl rebalance plan -f (2,000 workloads listed)"
 		selName       = "kubectl rebalance plan deployments -l (selector)"
 	)
@@ -118,9 +120,10 @@ func BenchmarkPlan2000(b *testing.B) {
 		for _, bare := range []struct {
 			name      string
 			server    *rest.Config
+			members   []*rest.Config
 			templates bool
-		}{{directName, cp.Karmada, false}, {directTplName, cp.Karmada, true}, {bareName, proxied, false}, {bareTplName, proxied, true}} {
-			took, counts := bareLists(b, ctx, bare.server, bare.templates)
+		}{{directName, cp.Karmada, straightMembers, false}, {directTplName, cp.Karmada, straightMembers, true}, {bareName, proxied, proxiedMembers, false}, {bareTplName, proxied, proxiedMembers, true}} {
+			took, counts := bareLists(b, ctx, bare.server, bare.members, bare.templates)
 			record(bare.name, took, counts)
 		}
 		// The CPU profile, when asked for, is of the last round's plan -f.
@@ -337,7 +340,7 @@ type result struct {
 // plugin runs kubectl rebalance in process through a counting proxy.
 func plugin(b *testing.B, cp *harness.ControlPlane, cache string, args ...string) result {
 	b.Helper()
-	proxy, err := cp.StartCountingProxy()
+	proxy, err := cp.StartCountingProxyWithPullMembers()
 	require.NoError(b, err)
 	defer proxy.Close()
 	var out, errOut bytes.Buffer
@@ -347,6 +350,10 @@ func plugin(b *testing.B, cp *harness.ControlPlane, cache string, args ...string
 	if len(args) == 0 || args[0] != "plan" {
 		// plan has no --qps: its few lists are not throttled.
 		flags = append(flags, "--qps", strconv.Itoa(benchQPS), "--burst", strconv.Itoa(benchBurst))
+	} else {
+		// The Pull member (member3) is read through its context, as a user
+		// gives local-up-karmada's members.config; the proxy counts it too.
+		flags = append(flags, "--member-kubeconfig", proxy.Kubeconfig)
 	}
 	root.SetArgs(append(flags, args...))
 	start := time.Now()
@@ -367,9 +374,34 @@ func runPlan(b *testing.B, cp *harness.ControlPlane, cache string, args ...strin
 // timingRounds is how many times each plan and bare list is timed.
 const timingRounds = 5
 
+// memberConfigs are the configs the bare lists read the members with, as
+// plan does: a Push member through the Karmada apiserver's cluster proxy, a
+// Pull member through its own context (straight to its apiserver, or, given
+// the counting proxy's kubeconfig, through the proxy's route to it).
+func memberConfigs(b *testing.B, cp *harness.ControlPlane, karmada *rest.Config, kubeconfig string) []*rest.Config {
+	b.Helper()
+	var out []*rest.Config
+	for _, m := range cp.Members {
+		switch {
+		case !m.Pull:
+			out = append(out, estimate.ProxyConfig(karmada, m.Name))
+		case kubeconfig == "":
+			out = append(out, m.Config)
+		default:
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{CurrentContext: m.Name}).ClientConfig()
+			require.NoError(b, err)
+			out = append(out, cfg)
+		}
+	}
+	return out
+}
+
 // bareLists is the floor a plan cannot beat: the LISTs of what it reads, in
-// pages of 500, with nothing decoded into a prediction.
-func bareLists(b *testing.B, ctx context.Context, server *rest.Config, templates bool) (time.Duration, map[string]int) {
+// pages of 500, with nothing decoded into a prediction - the bindings, the
+// Clusters, and each member's nodes and active pods (what the estimators'
+// answers are computed from).
+func bareLists(b *testing.B, ctx context.Context, server *rest.Config, members []*rest.Config, templates bool) (time.Duration, map[string]int) {
 	b.Helper()
 	counter := harness.NewRequestCounter()
 	cfg := counter.Wrap(server)
@@ -399,6 +431,28 @@ func bareLists(b *testing.B, ctx context.Context, server *rest.Config, templates
 	}
 	_, err = k.ClusterV1alpha1().Clusters().List(ctx, metav1.ListOptions{Limit: 500})
 	require.NoError(b, err)
+	for _, m := range members {
+		mc := counter.Wrap(m)
+		mc.QPS, mc.Burst = benchQPS, benchBurst
+		mk, err := kubernetes.NewForConfig(mc)
+		require.NoError(b, err)
+		opts = metav1.ListOptions{Limit: 500}
+		for {
+			list, err := mk.CoreV1().Nodes().List(ctx, opts)
+			require.NoError(b, err)
+			if opts.Continue = list.Continue; opts.Continue == "" {
+				break
+			}
+		}
+		opts = metav1.ListOptions{Limit: 500, FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"}
+		for {
+			list, err := mk.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+			require.NoError(b, err)
+			if opts.Continue = list.Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
 	return time.Since(start), counter.Counts()
 }
 
