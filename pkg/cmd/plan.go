@@ -392,7 +392,7 @@ func (o *PlanOptions) print(predictions []predict.Prediction) error {
 		fmt.Fprintln(o.Out, o.countsLine(predictions))
 		return nil
 	case rbprinters.OutputReportJSON, rbprinters.OutputReportYAML:
-		if err := rbprinters.PrintReport(o.Out, rbprinters.PlanReport(predictions, o.Selection), o.OutputFormat); err != nil {
+		if err := rbprinters.PrintPlanReport(o.Out, predictions, o.Selection, o.OutputFormat); err != nil {
 			return withExitCode(ExitError, err)
 		}
 	case "name":

@@ -63,7 +63,12 @@ func BenchmarkPlanFleetMemory(b *testing.B) {
 	kubeconfig := kubeconfigFor(b, fleet.URL)
 	args := []string{"--kubeconfig", kubeconfig, "--cache-dir", b.TempDir(), "plan", "deployments", "-A", "-l", "bench=fleet", "-o", "report-json"}
 	fleet.settle(b, args)
+	runFleetMemory(b, args)
+}
 
+// runFleetMemory measures one plan command line over a synthetic fleet, in
+// process and as the built binary.
+func runFleetMemory(b *testing.B, args []string) {
 	b.Run("in-process", func(b *testing.B) {
 		var peak, allocated uint64
 		for range b.N {
@@ -141,6 +146,16 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// runRebalanceCaptured runs the command in process and returns its exit
+// code, standard output and standard error.
+func runRebalanceCaptured(args ...string) (int, string, string) {
+	var out, errOut strings.Builder
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	root := NewCmdRebalance(streams)
+	root.SetArgs(args)
+	return Execute(root, streams), out.String(), errOut.String()
+}
+
 // runRebalanceQuiet runs the command in process, its output discarded.
 func runRebalanceQuiet(args ...string) (int, string, string) {
 	var errOut strings.Builder
@@ -216,6 +231,11 @@ type syntheticFleet struct {
 	// settled is the member of each binding once the fleet settled; before
 	// that, binding i is on member i%3.
 	settled map[string]string
+	// recovery, when set, makes the fleet of BenchmarkPlanFleetMemoryWithEstimators:
+	// three replicas divided by dynamic weights, left where a failover of
+	// member1 put them, and members whose nodes and pods are served through
+	// the cluster proxy.
+	recovery *recoveryFleet
 }
 
 // settle puts every binding where a fresh reschedule would put it, as the
@@ -245,6 +265,14 @@ func (f *syntheticFleet) settle(b *testing.B, args []string) {
 
 func newSyntheticFleet(b *testing.B, workloads, namespaces int) *syntheticFleet {
 	f := &syntheticFleet{fakeServer: newFakeServer(b), workloads: workloads, namespaces: namespaces}
+	newFleetRoutes(f)
+	return f
+}
+
+// newFleetRoutes answers the LISTs of the fleet's Deployments, bindings and
+// Clusters. Routes match by prefix in order: a caller's more specific ones
+// (a cluster's proxy) go first.
+func newFleetRoutes(f *syntheticFleet) {
 	f.on("GET /apis/apps/v1/deployments", func(w http.ResponseWriter, r *http.Request) {
 		f.page(w, r, "DeploymentList", "apps/v1", func(i int) any { return f.deployment(i) })
 	})
@@ -255,7 +283,6 @@ func newSyntheticFleet(b *testing.B, workloads, namespaces int) *syntheticFleet 
 		writeJSON(w, http.StatusOK, map[string]any{"kind": "ClusterList", "apiVersion": "cluster.karmada.io/v1alpha1",
 			"metadata": map[string]any{"resourceVersion": "1000"}, "items": []any{fleetCluster("member1"), fleetCluster("member2"), fleetCluster("member3")}})
 	})
-	return f
 }
 
 // page answers one page of a LIST: limit items from the continue token on.
@@ -325,7 +352,7 @@ func fleetPlacement() *policyv1alpha1.Placement {
 func (f *syntheticFleet) deployment(i int) *appsv1.Deployment {
 	ns, name := f.names(i)
 	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
+	d := &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name, UID: types.UID(fmt.Sprintf("d0000000-0000-4000-8000-%012d", i)),
@@ -348,6 +375,10 @@ func (f *syntheticFleet) deployment(i int) *appsv1.Deployment {
 		},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1},
 	}
+	if f.recovery != nil {
+		f.recovery.shapeDeployment(d)
+	}
+	return d
 }
 
 func (f *syntheticFleet) binding(i int) *workv1alpha2.ResourceBinding {
@@ -360,7 +391,7 @@ func (f *syntheticFleet) binding(i int) *workv1alpha2.ResourceBinding {
 	applied, _ := json.Marshal(placement)
 	raw, _ := json.Marshal(map[string]any{"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
 		"observedGeneration": 2, "generation": 2, "resourceTemplateGeneration": 1})
-	return &workv1alpha2.ResourceBinding{
+	rb := &workv1alpha2.ResourceBinding{
 		TypeMeta: metav1.TypeMeta{APIVersion: "work.karmada.io/v1alpha2", Kind: "ResourceBinding"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name + "-deployment", UID: types.UID(fmt.Sprintf("b0000000-0000-4000-8000-%012d", i)),
@@ -399,6 +430,10 @@ func (f *syntheticFleet) binding(i int) *workv1alpha2.ResourceBinding {
 			AggregatedStatus: []workv1alpha2.AggregatedStatusItem{{ClusterName: member, Status: &k8sruntime.RawExtension{Raw: raw}, Applied: true, Health: workv1alpha2.ResourceHealthy}},
 		},
 	}
+	if f.recovery != nil {
+		f.recovery.shapeBinding(rb, i)
+	}
+	return rb
 }
 
 func fleetCluster(name string) *clusterv1alpha1.Cluster {

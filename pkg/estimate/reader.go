@@ -205,6 +205,12 @@ func (r Reader) read(ctx context.Context, cfg *rest.Config) (*Member, error) {
 		}
 	}
 	var pods []*corev1.Pod
+	// Pods that count alike (same node, phase and resources) share one
+	// object: the estimator's snapshot only sums what they request and
+	// counts them, and a member's pods are mostly a few shapes repeated.
+	// At 10,000 workloads of 3 replicas, 30,000 slim pods of their own held
+	// about 100 MiB.
+	shared := map[string]*corev1.Pod{}
 	opts = metav1.ListOptions{Limit: page, FieldSelector: activePods}
 	for {
 		list, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
@@ -212,13 +218,39 @@ func (r Reader) read(ctx context.Context, cfg *rest.Config) (*Member, error) {
 			return nil, fmt.Errorf("list pods: %w", err)
 		}
 		for i := range list.Items {
-			pods = append(pods, slimPod(&list.Items[i]))
+			slim := slimPod(&list.Items[i])
+			key := countingKey(slim)
+			if p, ok := shared[key]; ok {
+				slim = p
+			} else {
+				shared[key] = slim
+			}
+			pods = append(pods, slim)
 		}
 		if opts.Continue = list.Continue; opts.Continue == "" {
 			break
 		}
 	}
 	return NewMember(nodes, pods)
+}
+
+// countingKey tells apart slim pods the estimator counts differently: their
+// node, phase, overhead and pod-level and containers' resources. Pods with
+// affinity terms never share (slimPod drops affinity; the key keeps them
+// apart anyway by their name, should that change).
+func countingKey(p *corev1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%v|%v", p.Spec.NodeName, p.Status.Phase, p.Spec.Overhead, p.Spec.Resources)
+	if p.Spec.Affinity != nil {
+		fmt.Fprintf(&b, "|%s/%s", p.Namespace, p.Name)
+	}
+	for _, c := range p.Spec.InitContainers {
+		fmt.Fprintf(&b, "|i%v%v", c.Resources, c.RestartPolicy)
+	}
+	for _, c := range p.Spec.Containers {
+		fmt.Fprintf(&b, "|c%v", c.Resources)
+	}
+	return b.String()
 }
 
 // slimPod keeps what a node's requested resources are computed from: the

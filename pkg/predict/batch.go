@@ -211,9 +211,11 @@ func checkBatchTiming(ctx context.Context, scheds []*karmadaScheduler, rows []ba
 }
 
 // timing is what the check found for a row whose division depends on the
-// members' reports: the other moves, and the placements it may get.
+// members' reports: the other moves (described: at 10,000 workloads almost
+// every row may be found, and a footprint each held hundreds of MiB until
+// the pass ended), and the placements it may get.
 type timing struct {
-	others   footprint
+	others   string
 	possible [][]workv1alpha2.TargetCluster
 	failure  string
 }
@@ -240,7 +242,7 @@ func timingPass(ctx context.Context, scheds []*karmadaScheduler, rows []batchRow
 				}
 				possible, failure := s.underReports(ctx, j.others, rows[j.i], opts)
 				if len(possible) > 1 || failure != "" {
-					found[j.i] = &timing{others: j.others, possible: possible, failure: failure}
+					found[j.i] = &timing{others: j.others.describe(), possible: possible, failure: failure}
 				}
 			}
 		}()
@@ -360,23 +362,23 @@ func (s *karmadaScheduler) underReports(ctx context.Context, others footprint, r
 // batchTiming is the verdict of a prediction whose division depends on the
 // members' reports of the batch's other moves, later in the batch than the
 // scheduler's first QuickDecisions: nothing is predicted.
-func (p Prediction) batchTiming(others footprint, possible [][]workv1alpha2.TargetCluster, failure string) Prediction {
+func (p Prediction) batchTiming(others string, possible [][]workv1alpha2.TargetCluster, failure string) Prediction {
 	p.Possible, p.Predicted, p.Alternative, p.Moves = withFailure(possible, failure, p.Before), p.Before, nil, 0
 	return p.verdict(CannotPredict, ReasonBatchTiming, fmt.Sprintf(
 		"decided by fewer free pods than the batch's other moves change (they %s), which karmada-scheduler sees once the members report them (every --cluster-status-update-frequency), at a moment the client cannot know: %s",
-		others.describe(), possibleText(possible, failure)))
+		others, possibleText(possible, failure)))
 }
 
 // likelyBeforeReports is the verdict of a prediction among the batch's first
 // QuickDecisions whose division depends on the members' reports of the
 // batch's other moves: the division with no report landed stands, and the
 // others it may get are listed.
-func (p Prediction) likelyBeforeReports(others footprint, possible [][]workv1alpha2.TargetCluster, failure string) Prediction {
+func (p Prediction) likelyBeforeReports(others string, possible [][]workv1alpha2.TargetCluster, failure string) Prediction {
 	p.Possible = withFailure(possible, failure, p.Before)
 	return p.verdict(p.Verdict, ReasonBatchTiming, fmt.Sprintf(
 		"likely %s: karmada-scheduler reaches it among the batch's first %d decisions, before the members report the batch's other moves (they %s); "+
 			"a member that reports them first changes it to: %s",
-		rebalance.FormatPlacement(sortedPlacement(p.Predicted)), QuickDecisions, others.describe(), possibleText(possible[1:], failure)))
+		rebalance.FormatPlacement(sortedPlacement(p.Predicted)), QuickDecisions, others, possibleText(possible[1:], failure)))
 }
 
 // possibleText lists placements as plan messages do, then the failure.

@@ -81,6 +81,20 @@ func TestReportJSONIsTheIndentedDocument(t *testing.T) {
 	}
 }
 
+// A plan's report made entry by entry as it is written is the report
+// built whole, in both formats.
+func TestPrintPlanReportIsThePlanReport(t *testing.T) {
+	for name, ps := range map[string][]predict.Prediction{"plan": planFixture(), "one": planFixture()[:1], "empty": nil} {
+		for _, format := range []string{OutputReportJSON, OutputReportYAML} {
+			var streamed, whole bytes.Buffer
+			sel := predict.Selection{ToCluster: "member1"}
+			require.NoError(t, PrintPlanReport(&streamed, ps, sel, format), name)
+			require.NoError(t, PrintReport(&whole, PlanReport(ps, sel), format), name)
+			assert.Equal(t, whole.String(), streamed.String(), name+" "+format)
+		}
+	}
+}
+
 func TestRebalanceReportMatchesPrediction(t *testing.T) {
 	ps := planFixture()
 	rows := []rebalance.Row{{Workload: ps[0].Workload, Binding: ps[0].Binding, Result: "Successful",

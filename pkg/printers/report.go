@@ -116,18 +116,37 @@ type ReportSummary struct {
 
 // PlanReport builds the report of a plan.
 func PlanReport(predictions []predict.Prediction, sel predict.Selection) *Report {
+	r := planShell(predictions, sel)
+	for _, p := range predictions {
+		r.Workloads = append(r.Workloads, predictionEntry(p))
+	}
+	return r
+}
+
+// planShell is the report of a plan without its workloads: the summary and
+// the sums per cluster.
+func planShell(predictions []predict.Prediction, sel predict.Selection) *Report {
 	r := newReport("plan", sel)
 	r.Summary.Verdicts = map[string]int{}
 	for _, v := range predict.Verdicts {
 		r.Summary.Verdicts[string(v)] = 0
 	}
 	for _, p := range predictions {
-		r.Workloads = append(r.Workloads, predictionEntry(p))
 		r.Summary.Verdicts[string(p.Verdict)]++
 	}
-	r.Summary.Workloads = len(r.Workloads)
-	r.Clusters = reportClusters(r.Workloads)
+	r.Summary.Workloads = len(predictions)
+	r.Clusters = reportClusters(len(predictions), func(i int) ReportWorkload { return predictionEntry(predictions[i]) })
 	return r
+}
+
+// PrintPlanReport writes the report of a plan. As JSON, each workload's
+// entry is made as it is written: at 10,000 workloads the entries, held
+// whole, were a fifth of plan's live heap.
+func PrintPlanReport(w io.Writer, predictions []predict.Prediction, sel predict.Selection, format string) error {
+	if format != OutputReportJSON {
+		return PrintReport(w, PlanReport(predictions, sel), format)
+	}
+	return writeReportEntries(w, planShell(predictions, sel), len(predictions), func(i int) ReportWorkload { return predictionEntry(predictions[i]) })
 }
 
 // RebalanceReport builds the report of a rebalance. predictions, when not
@@ -178,7 +197,7 @@ func RebalanceReport(rows []rebalance.Row, predictions map[rebalance.Workload]pr
 		r.Workloads = append(r.Workloads, e)
 	}
 	r.Summary.Workloads = len(r.Workloads)
-	r.Clusters = reportClusters(r.Workloads)
+	r.Clusters = reportClusters(len(r.Workloads), func(i int) ReportWorkload { return r.Workloads[i] })
 	return r
 }
 
@@ -237,7 +256,7 @@ func alternativeMap(p []workv1alpha2.TargetCluster) map[string]int32 {
 }
 
 // reportClusters sums the placements per cluster, in name order.
-func reportClusters(workloads []ReportWorkload) []ReportCluster {
+func reportClusters(n int, entry func(int) ReportWorkload) []ReportCluster {
 	type sums struct{ before, predicted, after int32 }
 	byName := map[string]*sums{}
 	var names []string
@@ -251,7 +270,8 @@ func reportClusters(workloads []ReportWorkload) []ReportCluster {
 		}
 		return s
 	}
-	for _, w := range workloads {
+	for i := range n {
+		w := entry(i)
 		for c, n := range w.Placements.Before {
 			get(c).before += n
 		}
@@ -292,6 +312,18 @@ const reportIndent = "    "
 // megabytes, and encoding it whole held several copies of it at once.
 func writeReportJSON(w io.Writer, r *Report) error {
 	if len(r.Workloads) == 0 {
+		return writeReportEntries(w, r, 0, nil)
+	}
+	workloads := r.Workloads
+	shell := *r
+	shell.Workloads = []ReportWorkload{}
+	return writeReportEntries(w, &shell, len(workloads), func(i int) ReportWorkload { return workloads[i] })
+}
+
+// writeReportEntries writes the report r, whose workloads list is empty,
+// with the n entries that entry makes, one at a time.
+func writeReportEntries(w io.Writer, r *Report, n int, entry func(int) ReportWorkload) error {
+	if n == 0 {
 		data, err := json.MarshalIndent(r, "", reportIndent)
 		if err != nil {
 			return fmt.Errorf("encoding the report failed: %w", err)
@@ -299,9 +331,7 @@ func writeReportJSON(w io.Writer, r *Report) error {
 		_, err = w.Write(append(data, '\n'))
 		return err
 	}
-	shell := *r
-	shell.Workloads = []ReportWorkload{}
-	head, err := json.MarshalIndent(&shell, "", reportIndent)
+	head, err := json.MarshalIndent(r, "", reportIndent)
 	if err != nil {
 		return fmt.Errorf("encoding the report failed: %w", err)
 	}
@@ -314,8 +344,9 @@ func writeReportJSON(w io.Writer, r *Report) error {
 	bw.Write(before)
 	bw.WriteString(`"workloads": [`)
 	itemPrefix := reportIndent + reportIndent
-	for i := range r.Workloads {
-		item, err := json.MarshalIndent(&r.Workloads[i], itemPrefix, reportIndent)
+	for i := range n {
+		e := entry(i)
+		item, err := json.MarshalIndent(&e, itemPrefix, reportIndent)
 		if err != nil {
 			return fmt.Errorf("encoding the report failed: %w", err)
 		}
