@@ -185,8 +185,9 @@ const (
 	defaultDescheduleRequestTimeout = time.Minute
 )
 
-// eventFlushTimeout bounds the wait for the last events when a daemon stops,
-// well within a pod's default termination grace period.
+// eventFlushTimeout bounds the wait for the last events when a daemon stops
+// on an error; after a signal, the shutdown budget (daemon.ShutdownBudget)
+// bounds it, shared with the Lease's release.
 const eventFlushTimeout = 10 * time.Second
 
 // Defaults of karmada-descheduler's client to the Karmada apiserver.
@@ -591,7 +592,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	}
 	events := daemon.NewEventRecorder(eventsKube, deschedule.EventComponent, host)
 	defer func() {
-		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
+		flushCtx, cancel := context.WithTimeout(daemon.Shutdown(ctx), eventFlushTimeout)
 		defer cancel()
 		if err := events.Flush(flushCtx); err != nil {
 			o.logger.Warn("some events may not have been recorded", "err", err)
