@@ -185,8 +185,9 @@ const (
 	defaultDescheduleRequestTimeout = time.Minute
 )
 
-// eventFlushTimeout bounds the wait for the last events when a daemon stops,
-// well within a pod's default termination grace period.
+// eventFlushTimeout bounds the wait for the last events when a daemon stops
+// on an error; after a signal, the shutdown budget (daemon.ShutdownBudget)
+// bounds it, shared with the Lease's release.
 const eventFlushTimeout = 10 * time.Second
 
 // Defaults of karmada-descheduler's client to the Karmada apiserver.
@@ -444,9 +445,8 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("cannot build a discovery client for the Karmada apiserver: %w", err)
 	}
 	o.karmadaMapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	if o.kinds, err = deschedule.ParseKinds(o.Kinds, o.karmadaMapper); err != nil {
-		return fmt.Errorf("invalid --kinds: %w", err)
-	}
+	// The kinds are parsed by Run: a custom kind reads discovery, which
+	// must wait for the signal handler and the request guard.
 
 	o.logger, err = newLogger(o.ErrOut, o.LogFormat)
 	return err
@@ -560,6 +560,14 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	ctx = o.guard.runs(ctx)
 	klog.SetSlogLogger(o.logger)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
+	if err := o.parseKinds(ctx); err != nil {
+		if o.Interval > 0 && ctx.Err() != nil {
+			// A daemon stopped while it starts stops as it does later.
+			o.logger.Info("stopped", "component", deschedule.EventComponent)
+			return nil
+		}
+		return err
+	}
 
 	host, err := os.Hostname()
 	if err != nil {
@@ -591,7 +599,7 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 	}
 	events := daemon.NewEventRecorder(eventsKube, deschedule.EventComponent, host)
 	defer func() {
-		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
+		flushCtx, cancel := context.WithTimeout(daemon.Shutdown(ctx), eventFlushTimeout)
 		defer cancel()
 		if err := events.Flush(flushCtx); err != nil {
 			o.logger.Warn("some events may not have been recorded", "err", err)
@@ -619,6 +627,27 @@ func (o *DescheduleOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitError, err)
 	}
 	return o.runDaemon(ctx, descheduler, leases, host)
+}
+
+// parseKinds turns --kinds into kinds. A kind that is not built in is
+// looked up in the Karmada apiserver's discovery, within --timeout and
+// until Ctrl-C, which end a pass as they end its listing of the bindings.
+func (o *DescheduleOptions) parseKinds(ctx context.Context) error {
+	parseCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
+	defer cancel()
+	defer o.guard.bind(o.guard.bind(parseCtx))
+	kinds, err := deschedule.ParseKinds(o.Kinds, o.karmadaMapper)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return withExitCode(ExitFailed, errors.New("interrupted before the bindings were listed; nothing was written"))
+	case err != nil && parseCtx.Err() != nil:
+		return withExitCode(ExitFailed, fmt.Errorf("--timeout %s ran out before the bindings were listed: the API server at %s (context %q) did not answer %s in time; nothing was written, run it again with a longer --timeout",
+			o.Timeout, o.restConfig.Host, o.contextName(), describeRequest(o.guard.lastFailed())))
+	case err != nil:
+		return withExitCode(ExitError, fmt.Errorf("invalid --kinds: %w", err))
+	}
+	o.kinds = kinds
+	return nil
 }
 
 // checkKarmadaDescheduler refuses to start while a karmada-descheduler holds

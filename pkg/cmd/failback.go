@@ -119,6 +119,9 @@ type FailbackOptions struct {
 	namespace   string
 	restConfig  *rest.Config
 	logger      *slog.Logger
+	// guard bounds the daemon's requests by its shutdown budget once a
+	// signal came; it leaves their ends to their contexts until then.
+	guard *requestGuard
 
 	genericiooptions.IOStreams
 }
@@ -224,6 +227,8 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.restConfig.Timeout == 0 {
 		o.restConfig.Timeout = defaultDescheduleRequestTimeout
 	}
+	o.guard = &requestGuard{}
+	o.restConfig = o.guard.wrapConfigOutlivingRun(o.restConfig)
 	o.logger, err = newLogger(o.ErrOut, o.LogFormat)
 	return err
 }
@@ -294,6 +299,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signalContext(ctx)
 	defer stop()
+	ctx = o.guard.runs(ctx)
 	klog.SetSlogLogger(o.logger)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 	log := o.logger.With("component", failback.EventComponent)
@@ -312,7 +318,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	events := daemon.NewEventRecorder(kube, failback.EventComponent, host)
 	defer func() {
-		flushCtx, cancel := context.WithTimeout(context.Background(), eventFlushTimeout)
+		flushCtx, cancel := context.WithTimeout(daemon.Shutdown(ctx), eventFlushTimeout)
 		defer cancel()
 		if err := events.Flush(flushCtx); err != nil {
 			log.Warn("some events may not have been recorded", "err", err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 	"k8s.io/cli-runtime/pkg/resource"
 )
 
@@ -17,8 +19,13 @@ import (
 // object each get their own error even when no server can be reached,
 // instead of a discovery error that hides them.
 
-// utf8BOM is the byte order mark some editors put at the start of UTF-8 text.
-var utf8BOM = []byte("\xef\xbb\xbf")
+// decodeStdin turns standard input into UTF-8 as cli-runtime does with the
+// files it reads: a byte order mark selects UTF-16 (little or big endian)
+// or UTF-8, and is dropped; text without one is taken as UTF-8.
+func decodeStdin(data []byte) ([]byte, error) {
+	decoded, _, err := transform.Bytes(unicode.BOMOverride(unicode.UTF8.NewDecoder()), data)
+	return decoded, err
+}
 
 // readsStdin reports whether -f - was given.
 func (o *targetOptions) readsStdin() bool { return slices.Contains(o.Filenames, "-") }
@@ -42,7 +49,9 @@ func (o *targetOptions) judgeLocalInput() error {
 		if err != nil {
 			return fmt.Errorf("cannot read standard input given with -f -: %v", err)
 		}
-		o.stdin = bytes.TrimPrefix(data, utf8BOM)
+		if o.stdin, err = decodeStdin(data); err != nil {
+			return fmt.Errorf("cannot decode standard input given with -f -: %v", err)
+		}
 	}
 	builder := resource.NewLocalBuilder().Unstructured().Flatten()
 	remote, local := o.Kustomize != "", 0

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 )
@@ -83,17 +85,41 @@ func TestLocalInputIsJudgedBeforeTheServer(t *testing.T) {
 }
 
 // TestStandardInputHoldingAWorkload rebalances the workload given on
-// standard input (after a UTF-8 byte order mark): what the check before the
-// server read of it is what the resolver resolves.
+// standard input, in UTF-8 or, after a byte order mark, in UTF-16 as
+// PowerShell writes it: what the check before the server read of it is what
+// the resolver resolves.
 func TestStandardInputHoldingAWorkload(t *testing.T) {
-	s := newFakeServer(t)
-	withWeb(s)
-	withStdin(t, "\xef\xbb\xbfapiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\n")
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	root := NewCmdRebalance(streams)
-	root.SetArgs([]string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", t.TempDir(), "-f", "-", "--wait=false"})
-	code := Execute(root, streams)
-	assert.Equal(t, ExitOK, code, "stderr:\n%s", errOut.String())
-	assert.Contains(t, out.String(), "deployment.apps/web")
-	assert.Contains(t, out.String(), "Successful")
+	const manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\n"
+	tests := []struct {
+		name  string
+		input string
+	}{
+		{name: "UTF-8", input: manifest},
+		{name: "UTF-8 with a byte order mark", input: "\xef\xbb\xbf" + manifest},
+		{name: "UTF-16 little endian with a byte order mark", input: utf16Text(t, unicode.LittleEndian, manifest)},
+		{name: "UTF-16 big endian with a byte order mark", input: utf16Text(t, unicode.BigEndian, manifest)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFakeServer(t)
+			withWeb(s)
+			withStdin(t, tt.input)
+			streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+			root := NewCmdRebalance(streams)
+			root.SetArgs([]string{"--kubeconfig", kubeconfigFor(t, s.URL), "--cache-dir", t.TempDir(), "-f", "-", "--wait=false"})
+			code := Execute(root, streams)
+			assert.Equal(t, ExitOK, code, "stderr:\n%s", errOut.String())
+			assert.Contains(t, out.String(), "deployment.apps/web")
+			assert.Contains(t, out.String(), "Successful")
+		})
+	}
+}
+
+// utf16Text encodes text in UTF-16 of the given byte order, after its byte
+// order mark.
+func utf16Text(t *testing.T, order unicode.Endianness, text string) string {
+	t.Helper()
+	encoded, _, err := transform.String(unicode.UTF16(order, unicode.UseBOM).NewEncoder(), text)
+	require.NoError(t, err)
+	return encoded
 }

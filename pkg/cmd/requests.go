@@ -14,6 +14,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 // requestGuard sits in the transport of every client a command builds. It
@@ -24,17 +26,20 @@ import (
 // headers, reading the body). A request made with a context derived from
 // the run keeps to that context: it ends with the run, or, when it was
 // detached on purpose (a write let finish after Ctrl-C, the election's
-// renewals), within its own deadline. It also ties the requests of the
+// renewals), within its own deadline and the run's shutdown budget. It also ties the requests of the
 // start-up to the context it is bound to, so that --timeout ends them, and
 // it remembers the last request that went wrong, so that an error can name
 // what was asked and of whom.
 type requestGuard struct {
 	mu sync.Mutex
 	// run ends when the command is interrupted; nil until runs is called.
-	run   context.Context
-	bound context.Context
-	last  *failedRequest
-	seen  *failedRequest
+	run context.Context
+	// shutdown ends daemon.ShutdownBudget after run: no request, not even
+	// one that outlives the run on purpose, goes on past it.
+	shutdown context.Context
+	bound    context.Context
+	last     *failedRequest
+	seen     *failedRequest
 }
 
 // runKey marks the contexts derived from a run's context, detached ones
@@ -45,11 +50,18 @@ type runKey struct{}
 // on with a context that does not derive from it: when ctx ends (Ctrl-C,
 // SIGTERM), they end at once. The command makes its own requests with the
 // context it returns.
+//
+// The requests that outlive the run on purpose (a write let finish, a
+// record's last status, the last events, the Lease's release) share one
+// shutdown budget: daemon.ShutdownBudget after ctx ends, they are cut too,
+// so that the command ends within about a second of the signal even when
+// the server hangs.
 func (g *requestGuard) runs(ctx context.Context) context.Context {
-	ctx = context.WithValue(ctx, runKey{}, g)
+	ctx = daemon.WithShutdown(context.WithValue(ctx, runKey{}, g))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.run = ctx
+	g.shutdown = daemon.Shutdown(ctx)
 	return ctx
 }
 
@@ -112,7 +124,8 @@ func (g *requestGuard) wrapConfig(config *rest.Config) *rest.Config {
 // wrapConfigOutlivingRun adds the guard to the transport of a client whose
 // requests are made after the run has ended, on purpose, each within a
 // bound of its own: a daemon's Lease release and its last events. The
-// guard still notes what went wrong; the run's end does not cut them.
+// guard still notes what went wrong; the run's end does not cut them, the
+// end of its shutdown budget does.
 func (g *requestGuard) wrapConfigOutlivingRun(config *rest.Config) *rest.Config {
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &guardedTransport{guard: g, next: rt, outlivesRun: true}
@@ -171,6 +184,7 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if req.Context().Value(outlivesStartupKey{}) == nil {
 		ends = append(ends, t.guard.bound)
 	}
+	ends = append(ends, t.guard.shutdown)
 	t.guard.mu.Unlock()
 	req, release := endWith(req, ends)
 	resp, err := t.next.RoundTrip(req)

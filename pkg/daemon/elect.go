@@ -56,8 +56,10 @@ type LeaderElection struct {
 //
 // The election outlives ctx: when ctx ends, Lead waits for work to return
 // (its last write done) and only then releases the Lease, so that the next
-// leader never overlaps with this one. onLeading, when not nil, is told when
-// leading starts and stops.
+// leader never overlaps with this one. The wait for the election's end and
+// the release take no longer than what is left of the shutdown budget of
+// ctx's run (Shutdown): past it the Lease is left to expire. onLeading, when
+// not nil, is told when leading starts and stops.
 func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Logger, onLeading func(bool), work func(context.Context)) error {
 	if le == nil || le.Client == nil || le.Namespace == "" || le.Name == "" || le.Identity == "" {
 		return errors.New("leader election needs a client, a lease namespace, a lease name and an identity")
@@ -111,7 +113,20 @@ func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Log
 		select {
 		case <-ctx.Done():
 			endElection()
-			<-electionDone
+			// A request of the election stuck on a hanging server is not
+			// waited for past the shutdown budget.
+			shutdown := Shutdown(ctx)
+			select {
+			case <-electionDone:
+			case <-shutdown.Done():
+			}
+			select {
+			case <-leading:
+				// It won the Lease just as the stop came: give it up and
+				// say so, as a leader does.
+				releaseWithin(shutdown, electionDone, lock, le, log)
+			default:
+			}
 		case <-electionDone:
 			// Run returns without leading only when the election ends.
 		case leCtx := <-leading:
@@ -126,12 +141,10 @@ func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Log
 			onLeading(false)
 			health.SetLeading(false)
 			if ctx.Err() != nil {
-				// The last write is done: now give the Lease up.
+				// The last write is done: now give the Lease up, within
+				// what is left of the shutdown budget.
 				endElection()
-				<-electionDone
-				if releaseLease(lock, le, log) {
-					log.Info("released the lease")
-				}
+				releaseWithin(Shutdown(ctx), electionDone, lock, le, log)
 				break
 			}
 			<-electionDone
@@ -142,16 +155,30 @@ func Lead(ctx context.Context, le *LeaderElection, health *Health, log *slog.Log
 	return nil
 }
 
+// releaseWithin gives the Lease up once client-go's election has ended
+// (electionDone), both within shutdown. Past it, the Lease is left to expire,
+// and the log says so: a standby waits out the lease duration, which the
+// daemon's prompt exit on a hanging server is worth.
+func releaseWithin(shutdown context.Context, electionDone <-chan struct{}, lock *resourcelock.LeaseLock, le *LeaderElection, log *slog.Logger) {
+	select {
+	case <-electionDone:
+		if releaseLease(shutdown, lock, le, log) {
+			log.Info("released the lease")
+		}
+	case <-shutdown.Done():
+		log.Warn("did not release the lease: the API server did not answer within the shutdown budget; a standby takes over once the lease expires",
+			"budget", ShutdownBudget.String(), "leaseDuration", orDefault(le.LeaseDuration, DefaultLeaseDuration).String())
+	}
+}
+
 // releaseLease makes sure the Lease is given up once the election has ended:
 // client-go tries once, and a fault on that one request (a 500, a lost
 // answer, a timeout) left the Lease held until it expired, so a standby
 // waited the whole lease duration instead of taking over at once. It reads
 // the Lease and, while it still names this process, writes it free as
-// client-go does, retrying within the renew deadline. It reports whether the
-// Lease is known to be free or held by another.
-func releaseLease(lock *resourcelock.LeaseLock, le *LeaderElection, log *slog.Logger) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), orDefault(le.RenewDeadline, DefaultRenewDeadline))
-	defer cancel()
+// client-go does, retrying until ctx (the shutdown budget) ends. It reports
+// whether the Lease is known to be free or held by another.
+func releaseLease(ctx context.Context, lock *resourcelock.LeaseLock, le *LeaderElection, log *slog.Logger) bool {
 	var last error
 	err := wait.PollUntilContextCancel(ctx, releaseRetry, true, func(ctx context.Context) (bool, error) {
 		record, _, err := lock.Get(ctx)
@@ -174,7 +201,11 @@ func releaseLease(lock *resourcelock.LeaseLock, le *LeaderElection, log *slog.Lo
 		return true, nil
 	})
 	if err != nil {
-		log.Warn("could not release the lease, a standby takes over once it expires", "err", last)
+		if last == nil {
+			last = err
+		}
+		log.Warn("could not release the lease, a standby takes over once it expires", "err", last,
+			"budget", ShutdownBudget.String(), "leaseDuration", orDefault(le.LeaseDuration, DefaultLeaseDuration).String())
 		return false
 	}
 	return true

@@ -281,7 +281,15 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 		lastRenew.Format(time.RFC3339Nano), acquired.Format(time.RFC3339Nano))
 	assert.Equal(b, "exit 0", survivor.p.exit(), "the survivor's end; logs:\n%s", survivor.p.tail(30))
 	assert.Equal(b, "signal: killed", victim.p.exit())
-	assert.NotNil(b, survivor.p.last("released the lease"), "the survivor released the Lease")
+	// Its way out has a shutdown budget of about a second, which the
+	// proxy's latency (up to 2 s) may spend before the release lands: then
+	// it must say so, and the Lease is left to expire.
+	releasedLogged := survivor.p.last("released the lease") != nil
+	if !releasedLogged {
+		said := survivor.p.last("did not release the lease: the API server did not answer within the shutdown budget; a standby takes over once the lease expires") != nil ||
+			survivor.p.last("could not release the lease, a standby takes over once it expires") != nil
+		assert.True(b, said, "the survivor released the Lease or said it could not")
+	}
 	assert.NotNil(b, survivor.p.last("stopped"), "the survivor said it stopped")
 	lastPass := survivor.p.last("pass finished")
 	if stoppedPass := survivor.p.last("pass stopped between writes"); stoppedPass != nil {
@@ -289,7 +297,7 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 	}
 	assert.NotNil(b, lastPass, "the survivor summed up its passes")
 	released, err := c.Kube.CoordinationV1().Leases(deschedule.DefaultLeaseNamespace).Get(ctx, deschedule.DefaultLeaseName, metav1.GetOptions{})
-	if assert.NoError(b, err) {
+	if assert.NoError(b, err) && releasedLogged {
 		assert.Empty(b, released.Spec.HolderIdentity, "the Lease is released")
 	}
 
