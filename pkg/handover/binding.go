@@ -209,14 +209,20 @@ func liftSuspension(l *ledger) any {
 }
 
 // releasePatch lifts the suspension and drops the ledger together with a
-// fresh trigger at: the scheduler's next look at the binding is a fresh
-// reschedule.
-func releasePatch(resourceVersion string, l *ledger, at metav1.Time) ([]byte, error) {
+// fresh trigger at, and puts the predicted placement in spec.clusters. The
+// placement's total must equal spec.replicas: karmada-scheduler looks at a
+// binding whose clusters add up to another count as scaled first, and
+// divides the surplus away by its own rule before it honours the trigger
+// (seen on v1.18.2: a scale pass, then the fresh one, each moving replicas).
+// With the totals equal, its next look at the binding is the fresh
+// reschedule alone.
+func releasePatch(resourceVersion string, l *ledger, at metav1.Time, predicted clusters) ([]byte, error) {
 	return json.Marshal(map[string]any{
 		"metadata": patchMeta{ResourceVersion: resourceVersion, Annotations: map[string]*string{LedgerAnnotation: nil}},
 		"spec": map[string]any{
 			"suspension":            liftSuspension(l),
 			"rescheduleTriggeredAt": at,
+			"clusters":              predicted,
 		},
 	})
 }

@@ -387,7 +387,7 @@ func (h *handover) release(ctx context.Context) (metav1.Time, error) {
 			return nil, fmt.Errorf("no server time after the last schedule (%v)", err)
 		}
 		at = metav1.NewTime(now)
-		return releasePatch(b.ResourceVersion, l, at)
+		return releasePatch(b.ResourceVersion, l, at, h.target.clusters())
 	})
 	if err != nil {
 		return at, err
