@@ -34,7 +34,7 @@ func buildPlugin(ctx context.Context, t *testing.T) string {
 // ledger annotation and is suspended).
 func startMove(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixtures.Clients, bin, ns, name string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	command := exec.Command(bin, "--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir(), "deployment/"+name, "-n", ns)
+	command := exec.Command(bin, "--kubeconfig", cp.Kubeconfig, "--cache-dir", t.TempDir(), "deployment/"+name, "-n", ns, "-o", "wide")
 	var out bytes.Buffer
 	command.Stdout, command.Stderr = &out, &out
 	require.NoError(t, command.Start())
@@ -66,7 +66,7 @@ func TestInterruptedMoveLeavesNoSuspendedBinding(t *testing.T) {
 	const ns, name = "handover-interrupt", "app"
 	fixtures.TestNamespace(ctx, t, c, ns)
 	seedWorkload(ctx, t, c, ns, name)
-	failedOver(ctx, t, cp, c, ns, name)
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
 	bin := buildPlugin(ctx, t)
 
 	// Ctrl-C: undone before the command ends, within about a second.
@@ -81,7 +81,7 @@ func TestInterruptedMoveLeavesNoSuspendedBinding(t *testing.T) {
 	assert.NotContains(t, rb.Annotations, handover.LedgerAnnotation)
 	assert.Equal(t, "{member2:3}", fixtures.Placement(rb.Spec.Clusters), "the staged replicas were removed")
 	assert.Contains(t, out.String(), "stopped before the release")
-	waitReadySum(ctx, t, cp, ns, name, 3)
+	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
 
 	// SIGKILL: nothing runs to undo it; the ledger stays on the binding.
 	command, _ = startMove(ctx, t, cp, c, bin, ns, name)
@@ -92,13 +92,13 @@ func TestInterruptedMoveLeavesNoSuspendedBinding(t *testing.T) {
 	require.Contains(t, rb.Annotations, handover.LedgerAnnotation)
 
 	// The next run puts it back and moves again, make-before-break.
-	w := watchReady(t, cp, []string{"member1", "member2"}, ns, name)
+	w := watchReady(t, cp, twoMembers, ns, name)
 	run := fixtures.RunPlugin(t, cp.Kubeconfig, "deployment/"+name, "-n", ns, "-o", "wide")
 	require.Equal(t, 0, run.Code, run.Stderr)
 	assert.Contains(t, run.Stdout, "made before break")
 	_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err)
-	waitReadySum(ctx, t, cp, ns, name, 3)
+	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
 	w.close()
 	lo, _ := w.Range()
 	assert.GreaterOrEqual(t, lo, int32(3), "the resumed move kept every replica ready")
