@@ -151,6 +151,7 @@ type RebalanceOptions struct {
 	recordOptions
 	predictionOptions
 	waveOptions
+	handoverOptions
 
 	// Set by Complete.
 	DryRun       rebalance.DryRun
@@ -246,6 +247,7 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	addSelectionFlags(cmd, &o.Selection, "Rebalance only")
 	addEstimatorFlags(cmd, &o.estimatorOptions)
 	o.addWaveFlags(cmd)
+	o.handoverOptions.addFlags(cmd)
 
 	o.PrintFlags.AddFlags(cmd)
 	output := flags.Lookup("output")
@@ -319,6 +321,9 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 	if err := o.validateWaves(cmd); err != nil {
 		return err
 	}
+	if err := o.handoverOptions.validate(); err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
+	}
 	return o.validateRecord(cmd)
 }
 
@@ -381,6 +386,16 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	engine, err := o.engine(mapper)
 	if err != nil {
 		return err
+	}
+	if !recorded {
+		// Recorded runs keep their one-write triggers: the record is the
+		// WorkloadRebalancer Karmada's controller also acts on.
+		if mover := o.handoverMover(engine); mover != nil {
+			req.Mover = mover
+			if req.Waves != nil {
+				req.Waves.Mover = mover
+			}
+		}
 	}
 	out := o.newRunOutput(resolved)
 	defer out.close()

@@ -55,6 +55,9 @@ func TestRebalanceUsageErrors(t *testing.T) {
 		{name: "zero timeout", args: []string{"deploy/a", "--timeout=0s"}, wantErr: "error: --timeout must be greater than zero, got 0s\n"},
 		{name: "bad qps", args: []string{"deploy/a", "--qps=0"}, wantErr: "error: --qps and --burst must be greater than zero, got 0 and 100\n"},
 		{name: "bad output", args: []string{"deploy/a", "-o", "table"}, wantErr: `error: invalid --output "table": use one of wide, json, yaml`},
+		{name: "no room to move", args: []string{"deploy/a", "--max-surge=0", "--max-unavailable=0%"},
+			wantErr: "error: --max-surge and --max-unavailable cannot both be 0: a move needs room for an extra replica or leave to stop one first\n"},
+		{name: "bad surge", args: []string{"deploy/a", "--max-surge=lots"}, wantErr: "error: --max-surge lots: invalid value for IntOrString: invalid type: string is not a percentage\n"},
 		{name: "unknown flag", args: []string{"deploy/a", "--colour"}, wantErr: "error: unknown flag: --colour\nSee 'kubectl rebalance -h' for help and examples\n"},
 		{
 			name:    "contexts that disagree",

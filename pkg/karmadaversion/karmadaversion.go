@@ -269,3 +269,8 @@ func Describe(info Info, err error) string {
 	}
 	return fmt.Sprintf("this control plane runs Karmada %s (%s)", info.Range(), info.Evidence)
 }
+
+// SuspendsScheduling: from v1.13 a binding has spec.suspension.scheduling,
+// which keeps karmada-scheduler away from it; v1.12 has no such field, so a
+// placement cannot be staged there without the scheduler undoing it.
+func (i Info) SuspendsScheduling() Behaviour { return i.behaviour(13) }

@@ -26,11 +26,14 @@ func (e *Engine) runPlain(ctx context.Context, req Request) (*Result, error) {
 		waved  *waves.Result
 		runErr error
 	)
-	if req.waved() {
+	switch {
+	case req.moved():
+		res, runErr = runMoved(runCtx, req)
+	case req.waved():
 		engine := e.waveEngine(req)
 		res, runErr = engine.Execute(runCtx, runner, req.Targets)
 		waved = engine.Last
-	} else {
+	default:
 		res, runErr = runner.Run(runCtx, req.Targets)
 	}
 	interrupted := ctx.Err() != nil

@@ -40,6 +40,11 @@ type Request struct {
 	// Waves, when set, paces the run (at most MaxInFlight workloads in
 	// flight); nil triggers every workload at once.
 	Waves *Waves
+	// Mover, when set, moves each workload of a plain run all at once (not
+	// recorded, not waved, not a dry run) one by one, Workers at a time,
+	// instead of writing every trigger in one batch: the make-before-break
+	// move of package handover.
+	Mover waves.Mover
 	// Record asks for a recorded run (see Recording).
 	Record Recording
 	// Hooks hear what happens during the run.

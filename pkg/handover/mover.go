@@ -1,0 +1,449 @@
+package handover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// Prediction is what a Predictor knows of a workload's fresh reschedule.
+type Prediction struct {
+	// Placements are the placements the scheduler may write, the likeliest
+	// first; empty when it cannot be told.
+	Placements [][]workv1alpha2.TargetCluster
+	// Why says why Placements is empty.
+	Why string
+}
+
+// Predictor tells where a fresh reschedule would put a workload's replicas
+// now (package predict, fed with the live clusters and estimators).
+type Predictor func(ctx context.Context, t rebalance.Target) (Prediction, error)
+
+// OneWriteMover moves a workload with a single trigger write, as a
+// rebalance did before this package (waves.BindingMover has this shape).
+type OneWriteMover interface {
+	Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error)
+}
+
+// Mover moves workloads make-before-break (see the package comment). It has
+// the shape of waves.Mover, so that a run all at once and a waved one both
+// use it.
+type Mover struct {
+	// Karmada reaches the bindings; Clock is fed by its answers, so that
+	// the release's trigger time is the API server's.
+	Karmada karmadaclient.Interface
+	Clock   *rebalance.ServerClock
+	// Predict gives the placement to stage.
+	Predict Predictor
+	// Budget bounds the extra and the missing replicas during a move.
+	Budget Budget
+	// OneWrite moves a workload the budget lets go unavailable, or one the
+	// handover cannot help (nothing to start elsewhere, no prediction, a
+	// binding the scheduler would ignore anyway).
+	OneWrite OneWriteMover
+	// WaitReady, after the release, follows the binding until the replicas
+	// of the scheduler's placement are ready.
+	WaitReady bool
+	// UndoTimeout bounds the undo of an interrupted move; zero means 10s.
+	UndoTimeout time.Duration
+}
+
+// Move implements waves.Mover.
+func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
+	api := bindings{client: m.Karmada}
+	name := rebalance.BindingNameFor(t.Workload)
+	ns := t.Workload.Namespace
+	b, err := api.get(ctx, ns, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return m.oneWrite(ctx, t, triggered, "") // which reports the missing binding
+	case err != nil:
+		return m.oneWrite(ctx, t, triggered, fmt.Sprintf("reading %s failed: %v", rebalance.BindingRef(t.Workload), err))
+	}
+	if l, lerr := readLedger(b); lerr != nil || l != nil {
+		// A move of an earlier run that never ended: put the binding back
+		// as it was, then start afresh from what the scheduler sees now.
+		if b, err = m.undo(ctx, api, b); err != nil {
+			row := m.row(t, b)
+			row.Message = fmt.Sprintf("%s was left suspended by an interrupted move and could not be resumed: %v; run the command again", rebalance.BindingRef(t.Workload), err)
+			triggered(row)
+			return row, nil
+		}
+	}
+	h := &handover{m: m, api: api, t: t, ns: ns, name: name, b: b}
+	if move, why := h.plan(ctx); !move {
+		return m.oneWrite(ctx, t, triggered, why)
+	}
+	return h.run(ctx, triggered)
+}
+
+// oneWrite hands the workload to the one-write move; note, when set, says
+// why on the row.
+func (m *Mover) oneWrite(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row), note string) (rebalance.Row, error) {
+	row, err := m.OneWrite.Move(ctx, t, triggered)
+	if note != "" {
+		row.Message = joinMessage(row.Message, "not made before break, one trigger write instead: "+note)
+	}
+	return row, err
+}
+
+func joinMessage(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func (m *Mover) row(t rebalance.Target, b *workv1alpha2.ResourceBinding) rebalance.Row {
+	row := rebalance.Row{Workload: t.Workload, Binding: rebalance.BindingNameFor(t.Workload)}
+	if b != nil {
+		row.Before = b.Spec.Clusters
+	}
+	return row
+}
+
+// undo puts a binding suspended by a move back: the original placement,
+// scheduling no longer suspended, no ledger. It returns the binding as
+// written (or as read when there was nothing to undo).
+func (m *Mover) undo(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
+	return writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		l, err := readLedger(b)
+		switch {
+		case err != nil:
+			// A ledger this plugin cannot read still marks our suspension:
+			// lift it and leave the placement to the scheduler.
+			return undoPatch(b.ResourceVersion, &ledger{Original: b.Spec.Clusters})
+		case l == nil:
+			return nil, nil
+		}
+		return undoPatch(b.ResourceVersion, l)
+	})
+}
+
+// writeGuarded writes the patch build makes of the binding as read, and on
+// a conflict reads it again and rebuilds the patch, until it applies or
+// fails otherwise. build returns nil when there is nothing to write.
+func writeGuarded(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding, build func(*workv1alpha2.ResourceBinding) ([]byte, error)) (*workv1alpha2.ResourceBinding, error) {
+	for attempt := 0; ; attempt++ {
+		body, err := build(b)
+		if err != nil || body == nil {
+			return b, err
+		}
+		written, err := api.patch(ctx, b.Namespace, b.Name, body)
+		if err == nil {
+			return written, nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= 20 {
+			return b, err
+		}
+		// The status of a binding changes often while its replicas start:
+		// read it again and write the same intent against the new version.
+		if b, err = api.get(ctx, b.Namespace, b.Name); err != nil {
+			return b, err
+		}
+	}
+}
+
+// handover is one move in progress.
+type handover struct {
+	m        *Mover
+	api      bindings
+	t        rebalance.Target
+	ns, name string
+	b        *workv1alpha2.ResourceBinding
+
+	replicas int32
+	limits   Limits
+	original placement
+	target   placement // the prediction
+	cover    placement // what to stage: every replica any likely placement adds
+	keep     placement // what every likely placement keeps: steps shrink toward it
+	floor    int32     // the ready replicas the move keeps
+	ledger   ledger
+	steps    int
+}
+
+// plan decides whether the binding moves make-before-break, and how; when
+// it does not, why says so on the row ("" when the one-write move is simply
+// the same: nothing to keep, or nothing to start first).
+func (h *handover) plan(ctx context.Context) (move bool, why string) {
+	b := h.b
+	h.replicas = b.Spec.Replicas
+	if h.replicas == 0 {
+		return false, ""
+	}
+	limits, err := h.m.Budget.Resolve(h.replicas)
+	if err != nil {
+		return false, err.Error()
+	}
+	h.limits = limits
+	if limits.OneWrite(h.replicas) {
+		return false, ""
+	}
+	// The one-write move reports why the scheduler would ignore a trigger.
+	if pre := rebalance.PreTriggerCheck(b.Labels, b.Spec, b.Status, metav1.NewTime(time.Now().Add(time.Hour))); pre.Outcome != rebalance.OutcomeNone {
+		return false, ""
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
+		return false, "the binding's last scheduling did not succeed, so there is no running placement to keep"
+	}
+	pred, err := h.m.Predict(ctx, h.t)
+	switch {
+	case err != nil:
+		return false, "the new placement could not be predicted: " + err.Error()
+	case len(pred.Placements) == 0:
+		return false, "the new placement could not be predicted: " + pred.Why
+	}
+	h.original = toPlacement(b.Spec.Clusters)
+	h.target = toPlacement(pred.Placements[0])
+	h.cover = toPlacement(Covering(b.Spec.Clusters, pred.Placements...))
+	h.keep = keeping(pred.Placements...)
+	if h.cover.equal(h.original) {
+		return false, "" // no cluster gains a replica: nothing to start first
+	}
+	start := readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), h.original)
+	h.floor = max(start-limits.Unavailable, 0)
+	h.ledger = ledger{Original: b.Spec.Clusters, Target: pred.Placements[0], HadSuspension: b.Spec.Suspension != nil}
+	return true, ""
+}
+
+// run carries the move out: stage, wait, release, confirm. Whatever ends
+// it early undoes it before it returns.
+func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row rebalance.Row, err error) {
+	row = h.m.row(h.t, h.b)
+	released := false
+	defer func() {
+		if released {
+			return
+		}
+		undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
+		defer cancel()
+		cur, uerr := h.api.get(undoCtx, h.ns, h.name)
+		if uerr == nil {
+			_, uerr = h.m.undo(undoCtx, h.api, cur)
+		}
+		what := "the staged replicas were removed and the binding's scheduling resumed; nothing moved"
+		if uerr != nil {
+			what = fmt.Sprintf("undoing it failed (%v): the binding stays suspended with annotation %s until the next run of this command puts it back", uerr, LedgerAnnotation)
+		}
+		row.Message = joinMessage(row.Message, "make-before-break move stopped before the release: "+what)
+		triggered(row)
+	}()
+
+	if err := h.stage(ctx, &row); err != nil {
+		if errors.Is(err, ErrNoSuspension) {
+			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
+			_, uerr := h.m.undo(undoCtx, h.api, h.b)
+			cancel()
+			if uerr == nil {
+				released = true
+				return h.m.oneWrite(ctx, h.t, triggered, err.Error())
+			}
+		}
+		row.Message = h.stopMessage(ctx, err)
+		return row, nil
+	}
+	at, err := h.release(ctx)
+	if err != nil {
+		row.Message = h.stopMessage(ctx, err)
+		return row, nil
+	}
+	released = true
+	row.Result = appsv1alpha1.RebalanceSuccessful
+	row.TriggeredAt = &at
+	row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeWaiting, Reason: rebalance.ReasonAwaitingScheduler}
+	triggered(row)
+	h.confirm(ctx, &row, at)
+	return row, nil
+}
+
+func (h *handover) undoTimeout() time.Duration {
+	if h.m.UndoTimeout > 0 {
+		return h.m.UndoTimeout
+	}
+	return 10 * time.Second
+}
+
+func (h *handover) stopMessage(ctx context.Context, err error) string {
+	if ctx.Err() != nil {
+		return "interrupted while the gained replicas were starting"
+	}
+	return err.Error()
+}
+
+// stage suspends the binding and stages the gained replicas, in steps when
+// the surge budget is smaller than the gain; every step waits until the
+// ready replicas that stay are at least the floor.
+func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
+	cur := h.original
+	first := true
+	for {
+		next, done := grow(cur, gaining(h.original, h.cover), h.replicas, h.limits.Surge)
+		if first || !next.equal(cur) {
+			if err := h.place(ctx, next, first); err != nil {
+				return err
+			}
+			first = false
+			h.steps++
+			cur = next
+		}
+		if done {
+			return h.waitSafe(ctx, h.target, row)
+		}
+		after := shrink(cur, h.keep, h.replicas, h.limits.Unavailable)
+		if after.equal(cur) {
+			return fmt.Errorf("the budget (surge %d, unavailable %d) leaves no room to go on from %s", h.limits.Surge, h.limits.Unavailable, rebalance.FormatPlacement(cur.clusters()))
+		}
+		if err := h.waitSafe(ctx, after, row); err != nil {
+			return err
+		}
+		if err := h.place(ctx, after, false); err != nil {
+			return err
+		}
+		cur = after
+	}
+}
+
+// place writes a staged placement: the first write also suspends the
+// binding and records the ledger.
+func (h *handover) place(ctx context.Context, p placement, first bool) error {
+	staged := p.clusters()
+	written, err := writeGuarded(ctx, h.api, h.b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		if first {
+			if b.Spec.SchedulingSuspended() {
+				return nil, fmt.Errorf("scheduling of %s was suspended by someone else meanwhile", rebalance.BindingRef(h.t.Workload))
+			}
+			if now, ok := h.m.Clock.Now(); ok {
+				h.ledger.Started = metav1.NewTime(now)
+			}
+			return stagePatch(b.ResourceVersion, h.ledger, staged)
+		}
+		if l, _ := readLedger(b); l == nil || !b.Spec.SchedulingSuspended() {
+			return nil, fmt.Errorf("someone else lifted the suspension of %s during the move", rebalance.BindingRef(h.t.Workload))
+		}
+		return placePatch(b.ResourceVersion, staged)
+	})
+	if err != nil {
+		return err
+	}
+	h.b = written
+	if first && !written.Spec.SchedulingSuspended() {
+		return ErrNoSuspension
+	}
+	return nil
+}
+
+// ErrNoSuspension is a binding whose API has no spec.suspension.scheduling
+// (Karmada v1.12): the server dropped it from the first write.
+var ErrNoSuspension = errors.New("the API server dropped spec.suspension.scheduling from the binding (Karmada older than v1.13 has no such field)")
+
+// waitSafe follows the binding until, were its placement after, the ready
+// replicas left would be at least the floor.
+func (h *handover) waitSafe(ctx context.Context, after placement, row *rebalance.Row) error {
+	var last int32
+	b, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
+		last = readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), after)
+		return last >= h.floor
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("following %s: %w", rebalance.BindingRef(h.t.Workload), err)
+	}
+	h.b = b
+	row.Message = fmt.Sprintf("%d ready of the %d kept", last, h.floor)
+	return nil
+}
+
+// release lifts the suspension with a fresh trigger in one write, after
+// the server's clock passed the last schedule.
+func (h *handover) release(ctx context.Context) (metav1.Time, error) {
+	var at metav1.Time
+	written, err := writeGuarded(ctx, h.api, h.b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		l, _ := readLedger(b)
+		if l == nil || !b.Spec.SchedulingSuspended() {
+			return nil, fmt.Errorf("someone else lifted the suspension of %s during the move", rebalance.BindingRef(h.t.Workload))
+		}
+		last := time.Time{}
+		if b.Status.LastScheduledTime != nil {
+			last = b.Status.LastScheduledTime.Time
+		}
+		now, err := h.m.Clock.WaitUntilAfter(ctx, last, 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("no server time after the last schedule (%v)", err)
+		}
+		at = metav1.NewTime(now)
+		return releasePatch(b.ResourceVersion, l, at, h.target.clusters())
+	})
+	if err != nil {
+		return at, err
+	}
+	h.b = written
+	return at, nil
+}
+
+// confirm follows the binding until the scheduler answered the release's
+// trigger, and tells on the row what it chose next to the prediction.
+func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Time) {
+	written := h.b.Generation
+	var obs rebalance.Observation
+	b, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
+		obs = rebalance.ClassifyOutcome(b.Generation, b.Spec, b.Status, written, at)
+		return obs.Outcome != rebalance.OutcomeWaiting
+	})
+	row.Observation = obs
+	if err != nil {
+		if errors.Is(err, errDeleted) || apierrors.IsNotFound(err) {
+			row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeIgnored, Reason: rebalance.ReasonBindingDeleted,
+				Message: "the binding was deleted before the scheduler answered"}
+		}
+		row.Message = joinMessage(h.summary(), row.Message)
+		return
+	}
+	row.After = b.Spec.Clusters
+	note := "as predicted"
+	if got := toPlacement(b.Spec.Clusters); !got.equal(h.target) {
+		note = "predicted " + rebalance.FormatPlacement(h.target.clusters())
+		if !covered(got, h.cover) {
+			note += "; the scheduler chose replicas that were not started first"
+		}
+	}
+	row.Message = fmt.Sprintf("%s; scheduler chose %s, %s", h.summary(), rebalance.FormatPlacement(b.Spec.Clusters), note)
+	if h.m.WaitReady && obs.Outcome == rebalance.OutcomeScheduled {
+		if _, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
+			r := rebalance.CheckReady(b.Spec, b.Status)
+			row.Readiness = &r
+			return r.Ready
+		}); err == nil {
+			row.Message += "; replicas ready: " + row.Readiness.Detail
+		}
+	}
+}
+
+func (h *handover) summary() string {
+	return fmt.Sprintf("made before break: staged %s in %d step(s), kept %d ready", rebalance.FormatPlacement(h.cover.clusters()), h.steps, h.floor)
+}
+
+// covered reports whether every replica of got was in cover.
+func covered(got, cover placement) bool {
+	for name, n := range got.replicas {
+		if n > cover.get(name) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+package run
+
+import (
+	"context"
+	"sync"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+// moved reports whether a plain run all at once hands each workload to the
+// request's Mover instead of writing every trigger in one batch.
+func (r Request) moved() bool {
+	return r.Mover != nil && !r.waved() && r.DryRun == rebalance.DryRunNone
+}
+
+// runMoved moves every distinct target with req.Mover, at most Workers at
+// a time, and gathers the rows as a batch run would.
+func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
+	workloads := rebalance.DistinctWorkloads(req.Targets)
+	targets := make(map[rebalance.Workload]rebalance.Target, len(workloads))
+	for _, t := range req.Targets {
+		if _, ok := targets[t.Workload]; !ok || t.UID != "" {
+			targets[t.Workload] = t
+		}
+	}
+	workers := req.Workers
+	if workers <= 0 {
+		workers = 16
+	}
+	rows := make([]rebalance.Row, len(workloads))
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		firstEr error
+	)
+	slots := make(chan struct{}, workers)
+	for i, w := range workloads {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			rows[i] = rebalance.Row{Workload: w, Binding: rebalance.BindingNameFor(w)}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			row, err := req.Mover.Move(ctx, targets[w], func(rebalance.Row) {})
+			mu.Lock()
+			defer mu.Unlock()
+			rows[i] = row
+			if err != nil && firstEr == nil {
+				firstEr = err
+			}
+		}()
+	}
+	wg.Wait()
+	rebalance.SortRows(rows)
+	res := &rebalance.Result{Rows: rows}
+	for _, row := range rows {
+		if row.Result == appsv1alpha1.RebalanceSuccessful && row.TriggeredAt != nil {
+			res.Written++
+			if res.TriggerTime.IsZero() || row.TriggeredAt.Before(&res.TriggerTime) {
+				res.TriggerTime = *row.TriggeredAt
+			}
+		}
+	}
+	res.Failed, res.Pending = rebalance.CountRows(rows)
+	if res.Pending == 0 {
+		now := metav1.Now()
+		res.FinishTime = &now
+	}
+	return res, firstEr
+}
