@@ -40,13 +40,19 @@ var (
 		After a failover Karmada leaves a recovered cluster empty until someone
 		asks for a fresh reschedule. When a member cluster becomes Ready again
 		and carries no NoSchedule or NoExecute taint, and stays so for
-		--stabilization-window, the daemon selects the workloads that a fresh
+		--stabilization-window, the daemon takes the workloads that cluster's
+		failure displaced (those Karmada evicted from it, seen as graceful
+		eviction tasks on their bindings, or that lost replicas there while it
+		was down; with --rebalance-all, every workload), selects those a fresh
 		reschedule would give replicas on that cluster (exactly what
 		'kubectl rebalance TYPE -A --to-cluster CLUSTER' selects, predicted
 		with Karmada's own scheduler code) and rebalances them in waves, as
 		'kubectl rebalance' does with the same --max-in-flight, --wait-ready,
 		--progress-deadline, --max-failures and --pause.
 
+		Workloads whose eviction ends after the window follow on their own.
+		A cluster that fails again less than --cooldown after its last
+		failback must stay healthy for --cooldown before the next one.
 		A cluster that fails during its window starts the window over once it
 		recovers; one that fails during its failback stops the waves that
 		target it (those in flight finish and are recorded). Each recovery is
@@ -88,6 +94,7 @@ var (
 // Defaults of the failback command.
 const (
 	defaultStabilizationWindow = 5 * time.Minute
+	defaultFailbackCooldown    = 30 * time.Minute
 	defaultFailbackMaxInFlight = 10
 	defaultFailbackTTL         = 86400
 	defaultFailbackLeaseName   = "kubectl-rebalance-failback"
@@ -96,6 +103,8 @@ const (
 // FailbackOptions holds the flags and the state of `kubectl rebalance failback`.
 type FailbackOptions struct {
 	StabilizationWindow time.Duration
+	Cooldown            time.Duration
+	RebalanceAll        bool
 	Kinds               []string
 	Clusters            []string
 	AllNamespaces       bool
@@ -127,6 +136,7 @@ type FailbackOptions struct {
 func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
 	return &FailbackOptions{
 		StabilizationWindow: defaultStabilizationWindow,
+		Cooldown:            defaultFailbackCooldown,
 		Kinds:               []string{"deployments.apps", "statefulsets.apps"},
 		TTL:                 defaultFailbackTTL,
 		MaxInFlight:         defaultFailbackMaxInFlight,
@@ -172,6 +182,8 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
 	flags.DurationVar(&o.StabilizationWindow, "stabilization-window", o.StabilizationWindow, "How long a recovered cluster must stay Ready and free of NoSchedule/NoExecute taints before its workloads fail back; a failure during the window starts it over.")
+	flags.DurationVar(&o.Cooldown, "cooldown", o.Cooldown, "A cluster that fails again less than this after its last failback must then stay healthy this long (instead of --stabilization-window) before the next one: a flapping cluster is not failed back on every cycle. 0 turns it off.")
+	flags.BoolVar(&o.RebalanceAll, "rebalance-all", o.RebalanceAll, "Fail back every selected workload a fresh reschedule gives replicas on a recovered cluster, not only those its failure displaced (evicted from it, or moved off it while it was down).")
 	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, statefulsets.apps, a custom resource's plural.group).")
 	flags.StringSliceVar(&o.Clusters, "clusters", o.Clusters, "Fail back only to these member clusters; every cluster when empty.")
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Fail back workloads in all namespaces.")
@@ -258,6 +270,8 @@ func forwardedConfigArgs(cf *genericclioptions.ConfigFlags) []string {
 // Validate checks that the flags make sense together.
 func (o *FailbackOptions) Validate() error {
 	switch {
+	case o.Cooldown < 0:
+		return fmt.Errorf("--cooldown cannot be negative, got %s: it is how long a cluster that failed again soon after its failback must stay healthy (e.g. 30m), 0 turns it off", o.Cooldown)
 	case o.StabilizationWindow < 0:
 		return fmt.Errorf("--stabilization-window cannot be negative, got %s: it is how long a recovered cluster must stay healthy before its failback (e.g. 5m)", o.StabilizationWindow)
 	case o.MaxInFlight < 1:
@@ -335,13 +349,16 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 
 	ttl := o.TTL
 	controller := failback.New(karmada, &failbackRunner{o: o, log: log}, failback.Options{
-		Window:   o.StabilizationWindow,
-		TTL:      &ttl,
-		DryRun:   o.DryRun,
-		Clusters: o.Clusters,
-		Metrics:  metrics,
-		Events:   events,
-		Logger:   log,
+		Window:       o.StabilizationWindow,
+		Cooldown:     o.Cooldown,
+		RebalanceAll: o.RebalanceAll,
+		Namespace:    o.namespace,
+		TTL:          &ttl,
+		DryRun:       o.DryRun,
+		Clusters:     o.Clusters,
+		Metrics:      metrics,
+		Events:       events,
+		Logger:       log,
 	})
 	var le *daemon.LeaderElection
 	if o.LeaderElect {
@@ -356,7 +373,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		le = o.leaderElection(leases, host)
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
-		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
+		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "cooldown", o.Cooldown.String(), "rebalanceAll", o.RebalanceAll, "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
 		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "ttl", o.TTL, "dryRun", o.DryRun, "leaderElect", o.LeaderElect)
 	runErr := controller.Run(ctx, le, health)
 	stopServing()
@@ -444,6 +461,10 @@ func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*f
 	out := &logLines{log: log, msg: "rebalance"}
 	defer out.Flush()
 	report := &failback.Report{DryRun: r.o.DryRun}
+	if !req.Resume && !req.All && len(req.Workloads) == 0 {
+		log.Info("rebalance", "line", "no workload was displaced by the failure of "+req.Cluster+" (evicted from it, or moved off it while it was down); nothing to fail back (--rebalance-all fails back every workload that would gain)")
+		return report, nil
+	}
 	rows, err := r.rebalance(ctx, req, out, report)
 	if err != nil && ctx.Err() != nil && rows {
 		err = nil
@@ -467,6 +488,13 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 		return false, failbackError(err)
 	}
 	if !req.Resume {
+		if !req.All {
+			keepDisplaced(resolved, req.Workloads)
+			fmt.Fprintf(out, "%d workload(s) displaced by the failure of %s among those selected\n", len(resolved.Targets), req.Cluster)
+			if len(resolved.Targets) == 0 {
+				return false, nil
+			}
+		}
 		selectCtx, cancel := deadlineContext(ctx, t.deadline)
 		_, err := t.selectTargets(selectCtx, resolved, predict.Selection{ToCluster: req.Cluster})
 		cancel()
@@ -523,6 +551,22 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 		fmt.Fprintln(out, interruptedSummary(&rebalance.Result{Rows: res.Rows, Written: res.Written}, rr.DryRun))
 	}
 	return gotRows, failbackError(err)
+}
+
+// keepDisplaced narrows the resolved targets to the workloads a cluster's
+// failure displaced.
+func keepDisplaced(resolved *rebalance.Resolved, displaced []rebalance.Workload) {
+	keep := make(map[string]bool, len(displaced))
+	for _, w := range displaced {
+		keep[failback.WorkloadIdentity(w)] = true
+	}
+	targets := resolved.Targets[:0:0]
+	for _, t := range resolved.Targets {
+		if keep[failback.WorkloadIdentity(t.Workload)] {
+			targets = append(targets, t)
+		}
+	}
+	resolved.Targets = targets
 }
 
 // failbackError keeps the errors a failback reports: neither failed or

@@ -1,6 +1,7 @@
 package failback
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,13 @@ func TestStep(t *testing.T) {
 			if strings.Contains(tt.name, "no window") {
 				w = 0
 			}
-			got, trans := Step(tt.from, tt.h, tt.now, w)
+			if tt.from.Phase == PhaseStabilizing {
+				tt.from.Window = w
+			}
+			got, trans := Step(tt.from, tt.h, tt.now, Timing{Window: w})
+			// The window and the memory of the last failback have their
+			// own tests.
+			got.Window, got.LastKey, got.LastFailback = 0, "", time.Time{}
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, tt.trans, trans)
 		})
@@ -133,7 +140,7 @@ func TestStepStory(t *testing.T) {
 	var got []string
 	for _, e := range events {
 		var tr Transition
-		s, tr = Step(s, e.h, at(e.at), window)
+		s, tr = Step(s, e.h, at(e.at), Timing{Window: window})
 		if tr != Nothing {
 			got = append(got, string(tr)+"@"+time.Duration(e.at*int(time.Second)).String())
 		}
@@ -144,9 +151,77 @@ func TestStepStory(t *testing.T) {
 }
 
 func TestWindowEnds(t *testing.T) {
-	end, ok := WindowEnds(State{Phase: PhaseStabilizing, Since: at(10)}, time.Minute)
+	end, ok := WindowEnds(State{Phase: PhaseStabilizing, Since: at(10), Window: time.Minute})
 	assert.True(t, ok)
 	assert.Equal(t, at(70), end)
-	_, ok = WindowEnds(State{Phase: PhaseDown}, time.Minute)
+	_, ok = WindowEnds(State{Phase: PhaseDown, Window: time.Minute})
 	assert.False(t, ok)
+}
+
+// play steps a cluster through health changes at the given seconds and
+// returns the transitions worth reporting, as "Transition@seconds".
+func play(t Timing, events []struct {
+	at int
+	h  Health
+}) (State, []string) {
+	var s State
+	var got []string
+	for _, e := range events {
+		var tr Transition
+		s, tr = Step(s, e.h, at(e.at), t)
+		if tr == Fire {
+			s = Finished(s, at(e.at))
+		}
+		if tr != Nothing {
+			got = append(got, fmt.Sprintf("%s@%d", tr, e.at))
+		}
+	}
+	return s, got
+}
+
+// TestStepCooldown: a slow flap (up longer than the window, down shorter)
+// fails back once; the failures that follow within the cooldown hold the
+// next recovery for the cooldown, so the fleet does not move on every
+// cycle. Once the cluster stays up for the cooldown it fails back again.
+func TestStepCooldown(t *testing.T) {
+	timing := Timing{Window: 20 * time.Second, Cooldown: 120 * time.Second}
+	up := func(k string) Health { return Health{Healthy: true, Key: k} }
+	down := Health{Reason: "tainted"}
+	events := []struct {
+		at int
+		h  Health
+	}{
+		{0, up("k0")}, {10, down}, {20, up("k1")}, {40, up("k1")}, // fires at 40
+		{70, down}, {80, up("k2")}, {110, up("k2")}, // up 30 s > window: held, no fire
+		{140, down}, {150, up("k3")}, {180, up("k3")}, {250, up("k3")}, {269, up("k3")}, // held for the cooldown from 150
+		{270, up("k3")},                               // fires at 270
+		{400, down}, {410, up("k4")}, {430, up("k4")}, // a failure after the cooldown: the plain window
+	}
+	s, got := play(timing, events)
+	assert.Equal(t, []string{"Failed@10", "Recovering@20", "Fire@40", "Failed@70", "Recovering@80", "Flapped@140", "Recovering@150", "Fire@270",
+		"Failed@400", "Recovering@410", "Fire@430"}, got)
+	assert.Equal(t, "k4", s.LastKey)
+	assert.Equal(t, at(430), s.LastFailback)
+
+	// Without a cooldown the slow flap fails back on every cycle.
+	_, got = play(Timing{Window: 20 * time.Second}, events[:7])
+	assert.Equal(t, []string{"Failed@10", "Recovering@20", "Fire@40", "Failed@70", "Recovering@80", "Fire@110"}, got)
+}
+
+// TestStepCooldownFromRecords: a daemon that starts knowing the last
+// failback (from its record) holds a recovery that follows it closely.
+func TestStepCooldownFromRecords(t *testing.T) {
+	timing := Timing{Window: 20 * time.Second, Cooldown: 120 * time.Second}
+	known := State{LastKey: "k1", LastFailback: at(0)}
+	s, tr := Step(known, Health{Healthy: true, Key: "k2", ReadySince: at(60)}, at(70), timing)
+	assert.Equal(t, Recovering, tr)
+	assert.Equal(t, PhaseStabilizing, s.Phase)
+	assert.Equal(t, 120*time.Second, s.Window)
+	assert.True(t, s.Held)
+	s, tr = Step(known, Health{Healthy: true, Key: "k2", ReadySince: at(200)}, at(210), timing)
+	assert.Equal(t, Recovering, tr)
+	assert.Equal(t, 20*time.Second, s.Window, "a failure after the cooldown")
+	s, tr = Step(known, Health{Reason: "down"}, at(60), timing)
+	assert.Equal(t, Nothing, tr)
+	assert.True(t, s.Held, "first seen down within the cooldown")
 }
