@@ -78,8 +78,11 @@ var (
 		let those in flight be recorded and release the Lease.`)
 
 	failbackExample = templates.Examples(`
-		# Fail back every Deployment and StatefulSet once a cluster stays healthy for 5 minutes
+		# Fail back the Deployments a failure displaced once their cluster stays healthy for 5 minutes
 		kubectl rebalance failback -A
+
+		# StatefulSets too (their pods reattach the volumes left on the recovered cluster)
+		kubectl rebalance failback -A --include-stateful
 
 		# See what failbacks would do, writing nothing
 		kubectl rebalance failback -A --dry-run
@@ -105,6 +108,7 @@ type FailbackOptions struct {
 	StabilizationWindow time.Duration
 	Cooldown            time.Duration
 	RebalanceAll        bool
+	IncludeStateful     bool
 	Kinds               []string
 	Clusters            []string
 	AllNamespaces       bool
@@ -137,7 +141,7 @@ func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
 	return &FailbackOptions{
 		StabilizationWindow: defaultStabilizationWindow,
 		Cooldown:            defaultFailbackCooldown,
-		Kinds:               []string{"deployments.apps", "statefulsets.apps"},
+		Kinds:               []string{"deployments.apps"},
 		TTL:                 defaultFailbackTTL,
 		MaxInFlight:         defaultFailbackMaxInFlight,
 		WaitReady:           true,
@@ -184,7 +188,8 @@ func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags.DurationVar(&o.StabilizationWindow, "stabilization-window", o.StabilizationWindow, "How long a recovered cluster must stay Ready and free of NoSchedule/NoExecute taints before its workloads fail back; a failure during the window starts it over.")
 	flags.DurationVar(&o.Cooldown, "cooldown", o.Cooldown, "A cluster that fails again less than this after its last failback must then stay healthy this long (instead of --stabilization-window) before the next one: a flapping cluster is not failed back on every cycle. 0 turns it off.")
 	flags.BoolVar(&o.RebalanceAll, "rebalance-all", o.RebalanceAll, "Fail back every selected workload a fresh reschedule gives replicas on a recovered cluster, not only those its failure displaced (evicted from it, or moved off it while it was down).")
-	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, statefulsets.apps, a custom resource's plural.group).")
+	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, a custom resource's plural.group); StatefulSets need --include-stateful.")
+	flags.BoolVar(&o.IncludeStateful, "include-stateful", o.IncludeStateful, "Fail back StatefulSets too (added to the default --kinds, and allowed in --kinds): their pods on the recovered cluster start from the volumes left there before the failover, not from the data written since; see docs/failback.md.")
 	flags.StringSliceVar(&o.Clusters, "clusters", o.Clusters, "Fail back only to these member clusters; every cluster when empty.")
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Fail back workloads in all namespaces.")
 	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only workloads whose labels match this selector (e.g. -l app=web,tier!=db).")
@@ -217,6 +222,9 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 		*o.configFlags.Context = f.Value.String()
 	}
 	o.configArgs = forwardedConfigArgs(o.configFlags)
+	if o.IncludeStateful && !cmd.Flags().Changed("kinds") {
+		o.Kinds = append(o.Kinds, "statefulsets.apps")
+	}
 	o.daemonFlags.complete()
 	var err error
 	o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
@@ -283,7 +291,7 @@ func (o *FailbackOptions) Validate() error {
 	case o.TTL < 0:
 		return fmt.Errorf("invalid --ttl %d: a ttl cannot be negative; 0 deletes each record as soon as it finished", o.TTL)
 	case len(o.Kinds) == 0:
-		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps,statefulsets.apps")
+		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps")
 	case o.QPS <= 0 || o.Burst <= 0:
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
 	}
@@ -296,6 +304,9 @@ func (o *FailbackOptions) Validate() error {
 	for _, k := range o.Kinds {
 		if strings.TrimSpace(k) == "" || strings.Contains(k, "/") {
 			return fmt.Errorf("invalid --kinds entry %q: name a resource type as kubectl does, e.g. deployments.apps", k)
+		}
+		if isStatefulSetKind(k) && !o.IncludeStateful {
+			return fmt.Errorf("--kinds %s names StatefulSets, which are failed back only with --include-stateful: the pods re-created on the recovered cluster reattach the volumes left there before the failover (see docs/failback.md)", k)
 		}
 	}
 	return nil
@@ -383,6 +394,16 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// isStatefulSetKind reports whether a --kinds entry names StatefulSets, in
+// any of the ways kubectl accepts.
+func isStatefulSetKind(k string) bool {
+	switch strings.ToLower(strings.TrimSpace(k)) {
+	case "statefulsets", "statefulset", "sts", "statefulsets.apps", "statefulset.apps", "statefulsets.v1.apps", "statefulset.v1.apps":
+		return true
+	}
+	return false
 }
 
 // failbackRunner runs each failback with kubectl rebalance's engine
