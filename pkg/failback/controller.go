@@ -169,6 +169,13 @@ func New(client karmadaclient.Interface, runner Runner, opts Options) *Controlle
 	}
 }
 
+// observe reads a cluster's health for its failback: a taint the workloads
+// its failure displaced tolerate does not count against it.
+func (c *Controller) observe(cluster *clusterv1alpha1.Cluster) Health {
+	name := cluster.Name
+	return Observe(cluster, func(t corev1.Taint) bool { return c.displaced.Tolerates(name, t) })
+}
+
 // timing is the state machine's timing.
 func (c *Controller) timing() Timing {
 	return Timing{Window: c.opts.Window, Cooldown: c.opts.Cooldown}
@@ -339,7 +346,7 @@ func (c *Controller) sync(name string) {
 	if err != nil {
 		return
 	}
-	h := Observe(cluster)
+	h := c.observe(cluster)
 	before := c.states[name]
 	after, transition := Step(before, h, now, c.timing())
 	c.states[name] = after
@@ -453,7 +460,7 @@ func (c *Controller) followUp(name string) {
 	if err != nil || c.leading == nil {
 		return
 	}
-	if !Current(s, s.LastKey) || Observe(cluster).Key != s.LastKey || !c.allowed(name) {
+	if !Current(s, s.LastKey) || c.observe(cluster).Key != s.LastKey || !c.allowed(name) {
 		return
 	}
 	if s.Phase == PhaseFailingBack || c.runs[name] != nil {
@@ -588,7 +595,7 @@ func (c *Controller) takeOver(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		h := Observe(cluster)
+		h := c.observe(cluster)
 		if !h.Healthy || h.Key != e.Key {
 			c.log.Info("leaving an unfinished failback record alone: its recovery is over (the cluster failed again since)", "record", e.Name, "cluster", e.Cluster)
 			continue

@@ -13,8 +13,9 @@ import (
 
 // Health is what failback needs to know of a Cluster at one moment.
 type Health struct {
-	// Healthy: the Ready condition is True and no taint keeps replicas
-	// off the cluster (effect NoSchedule or NoExecute).
+	// Healthy: the Ready condition is True and no taint keeps the
+	// workloads to fail back off the cluster (effect NoSchedule or
+	// NoExecute, and not tolerated by them).
 	Healthy bool
 	// Reason says why the cluster is not healthy, for logs and events.
 	Reason string
@@ -27,8 +28,10 @@ type Health struct {
 	ReadySince time.Time
 }
 
-// Observe reads the health of a Cluster.
-func Observe(cluster *clusterv1alpha1.Cluster) Health {
+// Observe reads the health of a Cluster. tolerated, when not nil, tells the
+// NoSchedule and NoExecute taints the workloads to fail back tolerate: they
+// do not keep the cluster from counting as healthy.
+func Observe(cluster *clusterv1alpha1.Cluster, tolerated func(corev1.Taint) bool) Health {
 	var h Health
 	ready := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
 	var readyAt int64
@@ -50,7 +53,7 @@ func Observe(cluster *clusterv1alpha1.Cluster) Health {
 	h.ReadySince = ready.LastTransitionTime.Time
 	var taints []string
 	for _, t := range cluster.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+		if blocking(t) && (tolerated == nil || !tolerated(t)) {
 			taints = append(taints, t.ToString())
 		}
 	}

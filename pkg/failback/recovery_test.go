@@ -49,7 +49,7 @@ func TestObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := Observe(tt.cluster)
+			h := Observe(tt.cluster, nil)
 			assert.Equal(t, tt.healthy, h.Healthy)
 			assert.Equal(t, tt.reason, h.Reason)
 			assert.Len(t, h.Key, 8)
@@ -57,11 +57,25 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// TestObserveTolerated: a NoSchedule taint the workloads to fail back
+// tolerate does not keep the cluster from being healthy; others still do.
+func TestObserveTolerated(t *testing.T) {
+	dedicated := corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}
+	fail := corev1.Taint{Key: "fail", Effect: corev1.TaintEffectNoExecute}
+	tolerated := func(t corev1.Taint) bool { return t.Key == "dedicated" }
+	assert.True(t, Observe(cluster(1, metav1.ConditionTrue, t0, dedicated), tolerated).Healthy)
+	assert.False(t, Observe(cluster(1, metav1.ConditionTrue, t0, dedicated), nil).Healthy)
+	h := Observe(cluster(1, metav1.ConditionTrue, t0, dedicated, fail), tolerated)
+	assert.False(t, h.Healthy)
+	assert.Equal(t, "tainted fail:NoExecute", h.Reason)
+	assert.False(t, Observe(cluster(1, metav1.ConditionFalse, t0, dedicated), tolerated).Healthy, "tolerating a taint does not make a NotReady cluster healthy")
+}
+
 func TestObserveKey(t *testing.T) {
-	base := Observe(cluster(3, metav1.ConditionTrue, t0))
-	assert.Equal(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, t0)).Key, "the same cluster gives the same key, in any process")
-	assert.NotEqual(t, base.Key, Observe(cluster(5, metav1.ConditionTrue, t0)).Key, "a taint added and removed changes the generation")
-	assert.NotEqual(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, at(60))).Key, "Ready turning again changes the transition time")
+	base := Observe(cluster(3, metav1.ConditionTrue, t0), nil)
+	assert.Equal(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, t0), nil).Key, "the same cluster gives the same key, in any process")
+	assert.NotEqual(t, base.Key, Observe(cluster(5, metav1.ConditionTrue, t0), nil).Key, "a taint added and removed changes the generation")
+	assert.NotEqual(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, at(60)), nil).Key, "Ready turning again changes the transition time")
 	assert.Equal(t, t0, base.ReadySince)
 }
 
