@@ -4,8 +4,9 @@
 // act once.
 //
 // The pieces:
-//   - Observe reads a Cluster object into a Health (Ready and free of
-//     NoSchedule and NoExecute taints, or why not);
+//   - Observe reads a Cluster object into a Health (Ready and free of the
+//     NoSchedule and NoExecute taints the workloads to fail back do not
+//     tolerate, or why not);
 //   - Displacements remembers, from the ResourceBindings, the workloads
 //     each cluster's failure displaced (graceful eviction tasks naming it,
 //     replicas lost while it was down): a failback moves only those, unless
