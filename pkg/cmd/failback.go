@@ -40,13 +40,19 @@ var (
 		After a failover Karmada leaves a recovered cluster empty until someone
 		asks for a fresh reschedule. When a member cluster becomes Ready again
 		and carries no NoSchedule or NoExecute taint, and stays so for
-		--stabilization-window, the daemon selects the workloads that a fresh
+		--stabilization-window, the daemon takes the workloads that cluster's
+		failure displaced (those Karmada evicted from it, seen as graceful
+		eviction tasks on their bindings, or that lost replicas there while it
+		was down; with --rebalance-all, every workload), selects those a fresh
 		reschedule would give replicas on that cluster (exactly what
 		'kubectl rebalance TYPE -A --to-cluster CLUSTER' selects, predicted
 		with Karmada's own scheduler code) and rebalances them in waves, as
 		'kubectl rebalance' does with the same --max-in-flight, --wait-ready,
 		--progress-deadline, --max-failures and --pause.
 
+		Workloads whose eviction ends after the window follow on their own.
+		A cluster that fails again less than --cooldown after its last
+		failback must stay healthy for --cooldown before the next one.
 		A cluster that fails during its window starts the window over once it
 		recovers; one that fails during its failback stops the waves that
 		target it (those in flight finish and are recorded). Each recovery is
@@ -72,8 +78,11 @@ var (
 		let those in flight be recorded and release the Lease.`)
 
 	failbackExample = templates.Examples(`
-		# Fail back every Deployment and StatefulSet once a cluster stays healthy for 5 minutes
+		# Fail back the Deployments a failure displaced once their cluster stays healthy for 5 minutes
 		kubectl rebalance failback -A
+
+		# StatefulSets too (their pods reattach the volumes left on the recovered cluster)
+		kubectl rebalance failback -A --include-stateful
 
 		# See what failbacks would do, writing nothing
 		kubectl rebalance failback -A --dry-run
@@ -88,6 +97,7 @@ var (
 // Defaults of the failback command.
 const (
 	defaultStabilizationWindow = 5 * time.Minute
+	defaultFailbackCooldown    = 30 * time.Minute
 	defaultFailbackMaxInFlight = 10
 	defaultFailbackTTL         = 86400
 	defaultFailbackLeaseName   = "kubectl-rebalance-failback"
@@ -96,6 +106,9 @@ const (
 // FailbackOptions holds the flags and the state of `kubectl rebalance failback`.
 type FailbackOptions struct {
 	StabilizationWindow time.Duration
+	Cooldown            time.Duration
+	RebalanceAll        bool
+	IncludeStateful     bool
 	Kinds               []string
 	Clusters            []string
 	AllNamespaces       bool
@@ -130,7 +143,8 @@ type FailbackOptions struct {
 func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
 	return &FailbackOptions{
 		StabilizationWindow: defaultStabilizationWindow,
-		Kinds:               []string{"deployments.apps", "statefulsets.apps"},
+		Cooldown:            defaultFailbackCooldown,
+		Kinds:               []string{"deployments.apps"},
 		TTL:                 defaultFailbackTTL,
 		MaxInFlight:         defaultFailbackMaxInFlight,
 		WaitReady:           true,
@@ -175,7 +189,10 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
 	flags.DurationVar(&o.StabilizationWindow, "stabilization-window", o.StabilizationWindow, "How long a recovered cluster must stay Ready and free of NoSchedule/NoExecute taints before its workloads fail back; a failure during the window starts it over.")
-	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, statefulsets.apps, a custom resource's plural.group).")
+	flags.DurationVar(&o.Cooldown, "cooldown", o.Cooldown, "A cluster that fails again less than this after its last failback must then stay healthy this long (instead of --stabilization-window) before the next one: a flapping cluster is not failed back on every cycle. 0 turns it off.")
+	flags.BoolVar(&o.RebalanceAll, "rebalance-all", o.RebalanceAll, "Fail back every selected workload a fresh reschedule gives replicas on a recovered cluster, not only those its failure displaced (evicted from it, or moved off it while it was down).")
+	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, a custom resource's plural.group); StatefulSets need --include-stateful.")
+	flags.BoolVar(&o.IncludeStateful, "include-stateful", o.IncludeStateful, "Fail back StatefulSets too (added to the default --kinds, and allowed in --kinds): their pods on the recovered cluster start from the volumes left there before the failover, not from the data written since; see docs/failback.md.")
 	flags.StringSliceVar(&o.Clusters, "clusters", o.Clusters, "Fail back only to these member clusters; every cluster when empty.")
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Fail back workloads in all namespaces.")
 	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only workloads whose labels match this selector (e.g. -l app=web,tier!=db).")
@@ -208,6 +225,9 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 		*o.configFlags.Context = f.Value.String()
 	}
 	o.configArgs = forwardedConfigArgs(o.configFlags)
+	if o.IncludeStateful && !cmd.Flags().Changed("kinds") {
+		o.Kinds = append(o.Kinds, "statefulsets.apps")
+	}
 	o.daemonFlags.complete()
 	var err error
 	o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
@@ -263,6 +283,8 @@ func forwardedConfigArgs(cf *genericclioptions.ConfigFlags) []string {
 // Validate checks that the flags make sense together.
 func (o *FailbackOptions) Validate() error {
 	switch {
+	case o.Cooldown < 0:
+		return fmt.Errorf("--cooldown cannot be negative, got %s: it is how long a cluster that failed again soon after its failback must stay healthy (e.g. 30m), 0 turns it off", o.Cooldown)
 	case o.StabilizationWindow < 0:
 		return fmt.Errorf("--stabilization-window cannot be negative, got %s: it is how long a recovered cluster must stay healthy before its failback (e.g. 5m)", o.StabilizationWindow)
 	case o.MaxInFlight < 1:
@@ -274,7 +296,7 @@ func (o *FailbackOptions) Validate() error {
 	case o.TTL < 0:
 		return fmt.Errorf("invalid --ttl %d: a ttl cannot be negative; 0 deletes each record as soon as it finished", o.TTL)
 	case len(o.Kinds) == 0:
-		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps,statefulsets.apps")
+		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps")
 	case o.QPS <= 0 || o.Burst <= 0:
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
 	}
@@ -287,6 +309,9 @@ func (o *FailbackOptions) Validate() error {
 	for _, k := range o.Kinds {
 		if strings.TrimSpace(k) == "" || strings.Contains(k, "/") {
 			return fmt.Errorf("invalid --kinds entry %q: name a resource type as kubectl does, e.g. deployments.apps", k)
+		}
+		if isStatefulSetKind(k) && !o.IncludeStateful {
+			return fmt.Errorf("--kinds %s names StatefulSets, which are failed back only with --include-stateful: the pods re-created on the recovered cluster reattach the volumes left there before the failover (see docs/failback.md)", k)
 		}
 	}
 	return nil
@@ -341,13 +366,16 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 
 	ttl := o.TTL
 	controller := failback.New(karmada, &failbackRunner{o: o, log: log}, failback.Options{
-		Window:   o.StabilizationWindow,
-		TTL:      &ttl,
-		DryRun:   o.DryRun,
-		Clusters: o.Clusters,
-		Metrics:  metrics,
-		Events:   events,
-		Logger:   log,
+		Window:       o.StabilizationWindow,
+		Cooldown:     o.Cooldown,
+		RebalanceAll: o.RebalanceAll,
+		Namespace:    o.namespace,
+		TTL:          &ttl,
+		DryRun:       o.DryRun,
+		Clusters:     o.Clusters,
+		Metrics:      metrics,
+		Events:       events,
+		Logger:       log,
 	})
 	var le *daemon.LeaderElection
 	if o.LeaderElect {
@@ -362,7 +390,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		le = o.leaderElection(leases, host)
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
-		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
+		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "cooldown", o.Cooldown.String(), "rebalanceAll", o.RebalanceAll, "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
 		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "ttl", o.TTL, "dryRun", o.DryRun, "leaderElect", o.LeaderElect)
 	runErr := controller.Run(ctx, le, health)
 	stopServing()
@@ -372,6 +400,16 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// isStatefulSetKind reports whether a --kinds entry names StatefulSets, in
+// any of the ways kubectl accepts.
+func isStatefulSetKind(k string) bool {
+	switch strings.ToLower(strings.TrimSpace(k)) {
+	case "statefulsets", "statefulset", "sts", "statefulsets.apps", "statefulset.apps", "statefulsets.v1.apps", "statefulset.v1.apps":
+		return true
+	}
+	return false
 }
 
 // failbackRunner runs each failback with kubectl rebalance's engine
@@ -450,6 +488,10 @@ func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*f
 	out := &logLines{log: log, msg: "rebalance"}
 	defer out.Flush()
 	report := &failback.Report{DryRun: r.o.DryRun}
+	if !req.Resume && !req.All && len(req.Workloads) == 0 {
+		log.Info("rebalance", "line", "no workload was displaced by the failure of "+req.Cluster+" (evicted from it, or moved off it while it was down); nothing to fail back (--rebalance-all fails back every workload that would gain)")
+		return report, nil
+	}
 	rows, err := r.rebalance(ctx, req, out, report)
 	if err != nil && ctx.Err() != nil && rows {
 		err = nil
@@ -473,6 +515,13 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 		return false, failbackError(err)
 	}
 	if !req.Resume {
+		if !req.All {
+			keepDisplaced(resolved, req.Workloads)
+			fmt.Fprintf(out, "%d workload(s) displaced by the failure of %s among those selected\n", len(resolved.Targets), req.Cluster)
+			if len(resolved.Targets) == 0 {
+				return false, nil
+			}
+		}
 		selectCtx, cancel := deadlineContext(ctx, t.deadline)
 		_, err := t.selectTargets(selectCtx, resolved, predict.Selection{ToCluster: req.Cluster})
 		cancel()
@@ -529,6 +578,22 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 		fmt.Fprintln(out, interruptedSummary(&rebalance.Result{Rows: res.Rows, Written: res.Written}, rr.DryRun))
 	}
 	return gotRows, failbackError(err)
+}
+
+// keepDisplaced narrows the resolved targets to the workloads a cluster's
+// failure displaced.
+func keepDisplaced(resolved *rebalance.Resolved, displaced []rebalance.Workload) {
+	keep := make(map[string]bool, len(displaced))
+	for _, w := range displaced {
+		keep[failback.WorkloadIdentity(w)] = true
+	}
+	targets := resolved.Targets[:0:0]
+	for _, t := range resolved.Targets {
+		if keep[failback.WorkloadIdentity(t.Workload)] {
+			targets = append(targets, t)
+		}
+	}
+	resolved.Targets = targets
 }
 
 // failbackError keeps the errors a failback reports: neither failed or

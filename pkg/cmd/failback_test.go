@@ -26,6 +26,8 @@ func TestFailbackFlagErrors(t *testing.T) {
 		{[]string{"--max-failures", "-1"}, "--max-failures must be 0 (no limit) or more, got -1"},
 		{[]string{"--ttl", "-5"}, "invalid --ttl -5: a ttl cannot be negative"},
 		{[]string{"--kinds", "deploy/x"}, `invalid --kinds entry "deploy/x"`},
+		{[]string{"--kinds", "deployments.apps,sts"}, "--kinds sts names StatefulSets, which are failed back only with --include-stateful"},
+		{[]string{"--cooldown", "-1m"}, "--cooldown cannot be negative, got -1m0s"},
 		{[]string{"--leader-elect-renew-deadline", "20s"}, "leader election needs --leader-elect-lease-duration (15s) > --leader-elect-renew-deadline (20s)"},
 		{[]string{"--logging-format", "xml"}, `invalid --logging-format "xml": use text or json`},
 	}
@@ -61,7 +63,7 @@ func TestFailbackRunRequest(t *testing.T) {
 
 	targets, err := r.targets(fresh, genericiooptions.NewTestIOStreamsDiscard())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"deployments.apps,statefulsets.apps"}, targets.Args)
+	assert.Equal(t, []string{"deployments.apps"}, targets.Args, "StatefulSets are opt-in")
 	assert.True(t, targets.AllNamespaces)
 	assert.Equal(t, "tier=web", targets.LabelSelector)
 	assert.False(t, targets.All)

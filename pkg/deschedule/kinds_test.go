@@ -3,6 +3,7 @@ package deschedule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func TestParseKinds(t *testing.T) {
 func newStatefulSet(ns, name, updateRevision string) appsv1.StatefulSet {
 	return appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("sts-" + ns + "-" + name)},
-		Spec:       appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
 		Status:     appsv1.StatefulSetStatus{UpdateRevision: updateRevision},
 	}
 }
@@ -78,10 +79,63 @@ func ownedPods(owner metav1.OwnerReference, prefix string, n int, l map[string]s
 	return pods
 }
 
+// ordinalPods names pods as a StatefulSet set does, from ordinal from up.
+func ordinalPods(pods []corev1.Pod, set string, from int) []corev1.Pod {
+	for i := range pods {
+		pods[i].Name = fmt.Sprintf("%s-%d", set, from+i)
+	}
+	return pods
+}
+
+// TestCountUnschedulableStatefulSetOrdinals: lowering a StatefulSet's
+// replicas deletes its highest ordinals, so only unschedulable pods at the
+// top count; one below a running pod leaves the StatefulSet alone, saying why.
+func TestCountUnschedulableStatefulSetOrdinals(t *testing.T) {
+	sts := newStatefulSet("default", "db", "db-v2")
+	sts.Spec.Replicas = ptr.To[int32](4)
+	ref := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: sts.UID}
+	l := map[string]string{appsv1.ControllerRevisionHashLabelKey: "db-v2"}
+	running := func(pods []corev1.Pod) []corev1.Pod {
+		for i := range pods {
+			pods[i].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
+		}
+		return pods
+	}
+	count := func(pods []corev1.Pod) (int32, error) {
+		for i := range pods {
+			pods[i].UID = types.UID(pods[i].Name)
+		}
+		ix := NewClusterIndex("m1", &ClusterObjects{StatefulSets: []appsv1.StatefulSet{sts}, Pods: pods})
+		return ix.CountUnschedulable(statefulSetKind, "default", "db", time.Minute, testNow)
+	}
+	// db-0, db-1 running; db-2, db-3 pending: both can go.
+	got, err := count(append(ordinalPods(running(ownedPods(ref, "r", 2, l)), "db", 0), ordinalPods(ownedPods(ref, "p", 2, l), "db", 2)...))
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), got)
+	// OrderedReady: db-2 pending, db-3 not created: handing back 2 deletes no running pod.
+	got, err = count(append(ordinalPods(running(ownedPods(ref, "r", 2, l)), "db", 0), ordinalPods(ownedPods(ref, "p", 1, l), "db", 2)...))
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), got)
+	// db-1 pending below running db-2 and db-3: left alone.
+	pods := ordinalPods(running(ownedPods(ref, "r", 4, l)), "db", 0)
+	pods[1] = ordinalPods(ownedPods(ref, "p", 1, l), "db", 1)[0]
+	got, err = count(pods)
+	assert.ErrorIs(t, err, ErrStatefulSetOrder)
+	assert.ErrorContains(t, err, "db-1")
+	assert.Equal(t, int32(0), got)
+	// db-1 and db-3 pending, db-2 running: only db-3 can go.
+	pods = ordinalPods(running(ownedPods(ref, "r", 4, l)), "db", 0)
+	pods[1] = ordinalPods(ownedPods(ref, "p", 1, l), "db", 1)[0]
+	pods[3] = ordinalPods(ownedPods(ref, "q", 1, l), "db", 3)[0]
+	got, err = count(pods)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), got)
+}
+
 func TestCountUnschedulableStatefulSetRevisions(t *testing.T) {
 	sts := newStatefulSet("default", "db", "db-v2")
 	ref := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: sts.UID}
-	pods := ownedPods(ref, "current", 2, map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: "db-v2"})
+	pods := ordinalPods(ownedPods(ref, "current", 2, map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: "db-v2"}), "db", 1)
 	pods = append(pods, ownedPods(ref, "old", 3, map[string]string{"app": "db", appsv1.ControllerRevisionHashLabelKey: "db-v1"})...)
 	ix := NewClusterIndex("m1", &ClusterObjects{StatefulSets: []appsv1.StatefulSet{sts}, Pods: pods})
 	got, err := ix.CountUnschedulable(statefulSetKind, "default", "db", time.Minute, testNow)
@@ -89,7 +143,8 @@ func TestCountUnschedulableStatefulSetRevisions(t *testing.T) {
 	assert.Equal(t, int32(2), got, "only pods of the update revision count")
 
 	fresh := newStatefulSet("default", "db", "")
-	ix = NewClusterIndex("m1", &ClusterObjects{StatefulSets: []appsv1.StatefulSet{fresh}, Pods: pods})
+	fresh.Spec.Replicas = ptr.To[int32](5)
+	ix = NewClusterIndex("m1", &ClusterObjects{StatefulSets: []appsv1.StatefulSet{fresh}, Pods: ordinalPods(pods, "db", 0)})
 	got, err = ix.CountUnschedulable(statefulSetKind, "default", "db", time.Minute, testNow)
 	require.NoError(t, err)
 	assert.Equal(t, int32(5), got, "no update revision observed yet: every pod counts")
@@ -232,7 +287,7 @@ func TestPassCountsEveryKind(t *testing.T) {
 	statefulSet := newStatefulSet("default", "db", "db-v2")
 	ref := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: statefulSet.UID}
 	objects := []runtime.Object{&statefulSet}
-	for _, p := range ownedPods(ref, "db", 2, map[string]string{appsv1.ControllerRevisionHashLabelKey: "db-v2"}) {
+	for _, p := range ordinalPods(ownedPods(ref, "db", 2, map[string]string{appsv1.ControllerRevisionHashLabelKey: "db-v2"}), "db", 1) {
 		objects = append(objects, &p)
 	}
 	jobMeta := partial(jobKind.WithVersion("v1"), "batch", nil)

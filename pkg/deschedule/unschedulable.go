@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,6 +87,9 @@ type ClusterIndex struct {
 	// podsByAncestor holds, per workload UID, the unschedulable pods whose
 	// chain reaches it through current revisions only.
 	podsByAncestor map[types.UID][]*corev1.Pod
+	// statefulSetPods holds, per StatefulSet UID, every pod it controls,
+	// whatever its state: which ordinals run decides what can be handed back.
+	statefulSetPods map[types.UID][]*corev1.Pod
 	// unresolved holds, per namespace, why some unschedulable pods could not
 	// be followed to their workload (an owner kind that could not be listed).
 	unresolved map[string]error
@@ -106,6 +111,7 @@ func NewClusterIndex(cluster string, objs *ClusterObjects) *ClusterIndex {
 		pods:               make(map[types.NamespacedName]*corev1.Pod, len(objs.Pods)),
 		replicaSetsByOwner: make(map[types.UID][]*appsv1.ReplicaSet, len(objs.ReplicaSets)),
 		podsByAncestor:     map[types.UID][]*corev1.Pod{},
+		statefulSetPods:    map[types.UID][]*corev1.Pod{},
 		unresolved:         map[string]error{},
 		invalid:            map[types.UID]error{},
 		kindErrors:         objs.KindErrors,
@@ -142,6 +148,9 @@ func NewClusterIndex(cluster string, objs *ClusterObjects) *ClusterIndex {
 		ix.pods[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod
 		if isUnschedulableNow(pod) {
 			ix.walk(pod)
+		}
+		if owner := metav1.GetControllerOfNoCopy(pod); owner != nil && owner.Kind == statefulSetKind.Kind {
+			ix.statefulSetPods[owner.UID] = append(ix.statefulSetPods[owner.UID], pod)
 		}
 	}
 	return ix
@@ -324,6 +333,9 @@ func (ix *ClusterIndex) CountUnschedulable(kind schema.GroupKind, namespace, nam
 			return 0, fmt.Errorf("cannot tell which pods belong to %s %s/%s in cluster %s: %w", kindWords(kind), namespace, name, ix.cluster, err)
 		}
 	}
+	if w.statefulSet != nil {
+		return ix.countStatefulSet(w.statefulSet, ix.podsByAncestor[w.uid], ix.statefulSetPods[w.uid], threshold, now)
+	}
 	var count int32
 	for _, pod := range ix.podsByAncestor[w.uid] {
 		if IsUnschedulable(pod, threshold, now) {
@@ -331,6 +343,77 @@ func (ix *ClusterIndex) CountUnschedulable(kind schema.GroupKind, namespace, nam
 		}
 	}
 	return count, nil
+}
+
+// ErrStatefulSetOrder: a StatefulSet's unschedulable pods are not its
+// highest ordinals, so handing replicas back would delete Ready pods.
+var ErrStatefulSetOrder = errors.New("its unschedulable pods are not its highest ordinals")
+
+// countStatefulSet counts the replicas of a member StatefulSet that can be
+// handed back without deleting a pod that runs: lowering its replicas
+// removes the highest ordinals first, so only the unbroken run of highest
+// ordinals that are unschedulable (or not created yet, as OrderedReady
+// leaves those above a Pending pod) counts, and only when it holds an
+// unschedulable pod. Unschedulable pods below a pod that is scheduled are
+// never freed that way: the StatefulSet is left alone, and the error says why.
+//
+// pending are its unschedulable pods of the current revision (those that
+// count), all every pod it controls, of any revision and state.
+func (ix *ClusterIndex) countStatefulSet(sts *appsv1.StatefulSet, pending, all []*corev1.Pod, threshold time.Duration, now time.Time) (int32, error) {
+	replicas := int32(1)
+	if sts.Spec.Replicas != nil {
+		replicas = *sts.Spec.Replicas
+	}
+	counts := map[*corev1.Pod]bool{}
+	var unschedulable []string
+	for _, pod := range pending {
+		if IsUnschedulable(pod, threshold, now) {
+			counts[pod] = true
+			unschedulable = append(unschedulable, pod.Name)
+		}
+	}
+	if len(unschedulable) == 0 {
+		return 0, nil
+	}
+	byOrdinal := map[int32]*corev1.Pod{}
+	for _, pod := range all {
+		if o, ok := statefulSetOrdinal(sts.Name, pod.Name); ok {
+			byOrdinal[o] = pod
+		}
+	}
+	// run counts the ordinals from the top down to the lowest unschedulable
+	// pod before the first pod that is scheduled.
+	var run int32
+	for o := replicas - 1; o >= 0; o-- {
+		pod := byOrdinal[o]
+		if pod == nil {
+			continue
+		}
+		if !counts[pod] {
+			break
+		}
+		run = replicas - o
+	}
+	if run == 0 {
+		sort.Strings(unschedulable)
+		return 0, fmt.Errorf("%w: statefulset %s/%s in cluster %s has unschedulable pod(s) %s below pods that are scheduled; lowering its replicas deletes the highest ordinals, which run, so it is left alone",
+			ErrStatefulSetOrder, sts.Namespace, sts.Name, ix.cluster, strings.Join(unschedulable, ", "))
+	}
+	return run, nil
+}
+
+// statefulSetOrdinal reads the ordinal of a StatefulSet's pod from its
+// name, NAME-ORDINAL.
+func statefulSetOrdinal(set, pod string) (int32, bool) {
+	suffix, ok := strings.CutPrefix(pod, set+"-")
+	if !ok {
+		return 0, false
+	}
+	o, err := strconv.ParseInt(suffix, 10, 32)
+	if err != nil || o < 0 {
+		return 0, false
+	}
+	return int32(o), true
 }
 
 // knownChains are the kinds whose pods are reached through known

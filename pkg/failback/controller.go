@@ -51,6 +51,11 @@ type Request struct {
 	Name string
 	// Resume is set when the record exists.
 	Resume bool
+	// All: select every workload a fresh reschedule gives replicas on the
+	// cluster (--rebalance-all). Otherwise only Workloads, those the
+	// cluster's failure displaced, are candidates; none means nothing to do.
+	All       bool
+	Workloads []rebalance.Workload
 	// Progress, when not nil, is told how the waves go.
 	Progress func(waves.Status)
 }
@@ -89,6 +94,15 @@ type Options struct {
 	// Window is the stabilization window: how long a recovered cluster
 	// must stay Ready and untainted before its failback.
 	Window time.Duration
+	// Cooldown: a cluster that fails again less than this after its last
+	// failback must stay healthy this long (when longer than Window).
+	Cooldown time.Duration
+	// RebalanceAll fails back every workload a fresh reschedule gives
+	// replicas on a recovered cluster, not only those its failure displaced.
+	RebalanceAll bool
+	// Namespace limits the bindings followed to find displaced workloads
+	// ("" follows every namespace).
+	Namespace string
 	// TTL is the failback records' ttlSecondsAfterFinished (nil: kept).
 	TTL *int32
 	// DryRun: failbacks only log what they would do.
@@ -112,6 +126,8 @@ type Controller struct {
 	log    *slog.Logger
 	queue  workqueue.TypedDelayingInterface[string]
 	lister clusterlisters.ClusterLister
+	// displaced are the workloads each cluster's failure displaced.
+	displaced *Displacements
 
 	mu      sync.Mutex
 	states  map[string]State
@@ -142,15 +158,36 @@ func New(client karmadaclient.Interface, runner Runner, opts Options) *Controlle
 		opts.Events = discardEvents{}
 	}
 	return &Controller{
-		client: client,
-		runner: runner,
-		ledger: Ledger{Client: client.AppsV1alpha1().WorkloadRebalancers()},
-		opts:   opts,
-		log:    log,
-		states: map[string]State{},
-		runs:   map[string]*activeRun{},
+		client:    client,
+		runner:    runner,
+		ledger:    Ledger{Client: client.AppsV1alpha1().WorkloadRebalancers()},
+		opts:      opts,
+		log:       log,
+		states:    map[string]State{},
+		runs:      map[string]*activeRun{},
+		displaced: NewDisplacements(),
 	}
 }
+
+// observe reads a cluster's health for its failback: a taint the workloads
+// its failure displaced tolerate does not count against it.
+func (c *Controller) observe(cluster *clusterv1alpha1.Cluster) Health {
+	name := cluster.Name
+	return Observe(cluster, func(t corev1.Taint) bool { return c.displaced.Tolerates(name, t) })
+}
+
+// timing is the state machine's timing.
+func (c *Controller) timing() Timing {
+	return Timing{Window: c.opts.Window, Cooldown: c.opts.Cooldown}
+}
+
+// followUpPrefix marks a queue item that asks for the failback of the
+// workloads whose eviction from a cluster ended after its failback fired.
+// Cluster names never hold a colon.
+const followUpPrefix = "follow-up:"
+
+// followUpDelay gathers the evictions that end together into one run.
+const followUpDelay = 5 * time.Second
 
 type discardEvents struct{}
 
@@ -178,6 +215,23 @@ func (c *Controller) Run(ctx context.Context, le *daemon.LeaderElection, health 
 	if err != nil {
 		return err
 	}
+	bindingFactory := karmadainformers.NewSharedInformerFactoryWithOptions(c.client, c.opts.ResyncPeriod, karmadainformers.WithNamespace(c.opts.Namespace))
+	bindings := bindingFactory.Work().V1alpha2().ResourceBindings()
+	_, err = bindings.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observeBinding(nil, obj) },
+		UpdateFunc: func(old, obj any) { c.observeBinding(old, obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if rb, ok := obj.(*workv1alpha2.ResourceBinding); ok {
+				c.displaced.Forget(rb.Namespace, rb.Name)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
 	// One cheap request first, so that a wrong kubeconfig or missing RBAC
 	// stops the daemon at start instead of an informer retrying for ever.
 	if _, err := c.client.ClusterV1alpha1().Clusters().List(ctx, listOne); err != nil && ctx.Err() == nil {
@@ -185,10 +239,17 @@ func (c *Controller) Run(ctx context.Context, le *daemon.LeaderElection, health 
 	}
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopInformers()
+	// The clusters first: a binding's change is judged by its cluster's
+	// health.
 	factory.Start(informerCtx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
 		return nil // ctx ended
 	}
+	bindingFactory.Start(informerCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), bindings.Informer().HasSynced) {
+		return nil // ctx ended
+	}
+	c.rememberFailbacks(ctx)
 	health.SetReady(true)
 	defer health.SetReady(false)
 
@@ -217,8 +278,53 @@ func (c *Controller) process() {
 		if shutdown {
 			return
 		}
-		c.sync(name)
+		if cluster, ok := strings.CutPrefix(name, followUpPrefix); ok {
+			c.followUp(cluster)
+		} else {
+			c.sync(name)
+		}
 		c.queue.Done(name)
+	}
+}
+
+// observeBinding learns from a binding's change which workloads a cluster's
+// failure displaced, and queues the failback of those whose eviction ended.
+func (c *Controller) observeBinding(oldObj, obj any) {
+	rb, ok := obj.(*workv1alpha2.ResourceBinding)
+	if !ok {
+		return
+	}
+	old, _ := oldObj.(*workv1alpha2.ResourceBinding)
+	down := func(name string, tolerations []corev1.Toleration) bool {
+		cluster, err := c.lister.Get(name)
+		return err == nil && ClusterDown(cluster, tolerations)
+	}
+	for _, cluster := range c.displaced.Observe(old, rb, down) {
+		c.queue.AddAfter(followUpPrefix+cluster, followUpDelay)
+	}
+}
+
+// rememberFailbacks reads when each cluster's last failback fired from the
+// records, so that the cooldown and the late evictions survive a restart.
+func (c *Controller) rememberFailbacks(ctx context.Context) {
+	entries, err := c.ledger.List(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("cannot read the failback records; the cooldown counts from this daemon's own failbacks only", "err", err)
+		}
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range entries {
+		if e.Cluster == "" || e.FollowUp {
+			continue
+		}
+		s := c.states[e.Cluster]
+		if e.Created.After(s.LastFailback) {
+			s.LastKey, s.LastFailback = e.Key, e.Created
+			c.states[e.Cluster] = s
+		}
 	}
 }
 
@@ -240,26 +346,27 @@ func (c *Controller) sync(name string) {
 	if err != nil {
 		return
 	}
-	h := Observe(cluster)
+	h := c.observe(cluster)
 	before := c.states[name]
-	after, transition := Step(before, h, now, c.opts.Window)
+	after, transition := Step(before, h, now, c.timing())
 	c.states[name] = after
 	c.countStabilizing()
 	log := c.log.With("cluster", name)
 	leading := c.leading != nil
 
+	win, why := c.windowOf(after)
 	if transition == Fire && before.Phase != PhaseStabilizing || transition == Recovering {
-		log.Info("cluster recovered: ready and untainted", "window", c.opts.Window.String(), "recovery", h.Key)
+		log.Info("cluster recovered: ready and untainted", "window", win.String(), "held", after.Held, "recovery", h.Key)
 		if leading {
 			c.opts.Metrics.recovery(name)
 			c.event(cluster, corev1.EventTypeNormal, ReasonWindowStarted, fmt.Sprintf(
-				"Cluster %s is Ready and untainted again; its workloads fail back once it stays so for %s (stabilization window)", name, c.opts.Window))
+				"Cluster %s is Ready and untainted again; its workloads fail back once it stays so for %s (%s)", name, win, why))
 		}
 	}
 	// Look again when the window ends. Every sync of a stabilizing cluster
 	// asks again: the queue keeps only the earliest wait of an item, which
 	// may belong to a window a flap has reset.
-	if end, ok := WindowEnds(after, c.opts.Window); ok {
+	if end, ok := WindowEnds(after); ok {
 		c.queue.AddAfter(name, time.Until(end))
 	}
 	switch transition {
@@ -269,10 +376,15 @@ func (c *Controller) sync(name string) {
 		if leading {
 			c.opts.Metrics.reset(name)
 			c.event(cluster, corev1.EventTypeWarning, ReasonWindowReset, fmt.Sprintf(
-				"Cluster %s failed again during its stabilization window (%s); no failback until it stays Ready and untainted for %s", name, reasonOr(h.Reason, "it changed"), c.opts.Window))
+				"Cluster %s failed again during its stabilization window (%s); no failback until it stays Ready and untainted for %s (%s)", name, reasonOr(h.Reason, "it changed"), win, why))
 		}
 	case Failed:
-		log.Info("cluster failed", "reason", h.Reason)
+		log.Info("cluster failed", "reason", h.Reason, "held", after.Held)
+		if run := c.runs[name]; run != nil && run.aborted == "" {
+			// A follow-up of the last failback.
+			run.aborted = "cluster " + name + " failed again (" + h.Reason + ")"
+			run.cancel()
+		}
 	case Aborted:
 		log.Warn("cluster failed during its failback: stopping the waves that target it", "reason", h.Reason)
 		if run := c.runs[name]; run != nil && run.aborted == "" {
@@ -289,8 +401,97 @@ func (c *Controller) sync(name string) {
 			log.Info("stabilization window over; the leader fails back", "recovery", after.Key)
 			return
 		}
-		c.start(cluster, after.Key, false)
+		c.start(cluster, c.failbackRequest(name, after.Key))
 	}
+}
+
+// windowText is how long the cluster stayed healthy before req started.
+func (c *Controller) windowText(req Request) string {
+	if req.Name != RecordName(req.Cluster, req.Key) {
+		return "its failback"
+	}
+	return c.opts.Window.String() + " or more"
+}
+
+// whatMoves says which workloads req rebalances.
+func whatMoves(req Request) string {
+	switch {
+	case req.Resume:
+		return "the workloads its record left pending"
+	case req.All:
+		return "the workloads a fresh reschedule gives replicas on it"
+	case req.Name != RecordName(req.Cluster, req.Key):
+		return fmt.Sprintf("%d workload(s) displaced by its failure whose eviction ended after the failback, those a fresh reschedule gives replicas on it", len(req.Workloads))
+	}
+	return fmt.Sprintf("the %d workload(s) displaced by its failure that a fresh reschedule gives replicas on it", len(req.Workloads))
+}
+
+// windowOf is how long the recovery of state s must stay healthy, and why.
+func (c *Controller) windowOf(s State) (time.Duration, string) {
+	if s.Held && c.timing().held() > c.opts.Window {
+		return c.timing().held(), fmt.Sprintf("--cooldown: it failed again less than %s after its last failback", c.opts.Cooldown)
+	}
+	return c.opts.Window, "stabilization window"
+}
+
+// failbackRequest is the failback of a recovery when its window is over:
+// the workloads the cluster's failure displaced whose eviction is over (or,
+// with RebalanceAll, every workload that would gain). Those Karmada is
+// still evicting follow once their eviction ends (followUp). c.mu is held.
+func (c *Controller) failbackRequest(name, key string) Request {
+	req := Request{Cluster: name, Key: key, Name: RecordName(name, key), All: c.opts.RebalanceAll}
+	ready, evicting := c.displaced.Of(name)
+	for _, d := range ready {
+		req.Workloads = append(req.Workloads, d.Workload)
+	}
+	c.log.Info("workloads displaced by the cluster's failure", "cluster", name, "recovery", key,
+		"displaced", len(ready), "stillEvicting", evicting, "rebalanceAll", c.opts.RebalanceAll)
+	return req
+}
+
+// followUp fails back the workloads whose eviction from cluster ended after
+// its failback fired, while that recovery is still the cluster's current
+// one. Workloads any record of the recovery lists are not triggered again.
+func (c *Controller) followUp(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.states[name]
+	cluster, err := c.lister.Get(name)
+	if err != nil || c.leading == nil {
+		return
+	}
+	if !Current(s, s.LastKey) || c.observe(cluster).Key != s.LastKey || !c.allowed(name) {
+		return
+	}
+	if s.Phase == PhaseFailingBack || c.runs[name] != nil {
+		// After the running failback.
+		c.queue.AddAfter(followUpPrefix+name, followUpDelay)
+		return
+	}
+	ready, _ := c.displaced.Of(name)
+	if len(ready) == 0 {
+		return
+	}
+	listed, err := c.ledger.Listed(c.leading, name, s.LastKey)
+	if err != nil {
+		c.log.Warn("cannot read the failback records of the recovery; the workloads whose eviction ended are not failed back", "cluster", name, "err", err)
+		return
+	}
+	req := Request{Cluster: name, Key: s.LastKey}
+	var bindings []string
+	for _, d := range ready {
+		if listed[WorkloadIdentity(d.Workload)] {
+			continue
+		}
+		req.Workloads = append(req.Workloads, d.Workload)
+		bindings = append(bindings, d.Binding)
+	}
+	if len(req.Workloads) == 0 {
+		return
+	}
+	req.Name = FollowUpName(name, s.LastKey, bindings)
+	c.log.Info("failing back workloads whose eviction ended after the failback", "cluster", name, "recovery", s.LastKey, "workloads", len(req.Workloads))
+	c.start(cluster, req)
 }
 
 func reasonOr(reason, fallback string) string {
@@ -394,7 +595,7 @@ func (c *Controller) takeOver(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		h := Observe(cluster)
+		h := c.observe(cluster)
 		if !h.Healthy || h.Key != e.Key {
 			c.log.Info("leaving an unfinished failback record alone: its recovery is over (the cluster failed again since)", "record", e.Name, "cluster", e.Cluster)
 			continue
@@ -403,8 +604,10 @@ func (c *Controller) takeOver(ctx context.Context) {
 			continue
 		}
 		c.log.Info("resuming an unfinished failback", "record", e.Name, "cluster", e.Cluster)
-		c.states[e.Cluster] = State{Phase: PhaseFailingBack, Since: now, Key: e.Key}
-		c.start(cluster, e.Key, true)
+		if !e.FollowUp {
+			c.states[e.Cluster] = c.states[e.Cluster].carry(State{Phase: PhaseFailingBack, Since: now, Key: e.Key})
+		}
+		c.start(cluster, Request{Cluster: e.Cluster, Key: e.Key, Name: e.Name, Resume: true})
 	}
 	for name, s := range c.states {
 		if s.Phase != PhaseFailingBack || c.runs[name] != nil {
@@ -424,32 +627,35 @@ func (c *Controller) takeOver(ctx context.Context) {
 			c.states[name] = Finished(s, now)
 			continue
 		}
-		c.start(cluster, s.Key, false)
+		c.start(cluster, c.failbackRequest(name, s.Key))
 	}
-	// Windows that ended while standing by fire now.
+	// Windows that ended while standing by fire now; evictions that ended
+	// after a failback follow it.
 	for name, s := range c.states {
-		if s.Phase == PhaseStabilizing {
+		switch s.Phase {
+		case PhaseStabilizing:
 			c.queue.Add(name)
+		case PhaseSteady:
+			if s.LastKey != "" {
+				c.queue.Add(followUpPrefix + name)
+			}
 		}
 	}
 }
 
-// start runs the failback of cluster's recovery key in the background.
-// c.mu is held.
-func (c *Controller) start(cluster *clusterv1alpha1.Cluster, key string, resume bool) {
+// start runs the failback req in the background. c.mu is held.
+func (c *Controller) start(cluster *clusterv1alpha1.Cluster, req Request) {
 	name := cluster.Name
 	if c.runs[name] != nil {
 		return
 	}
+	key, resume := req.Key, req.Resume
 	// The run ends only when told why (cancel after setting aborted): when
 	// the leadership ends, lead() says so before cancelling.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.leading))
 	run := &activeRun{key: key, cancel: cancel, done: make(chan struct{})}
 	c.runs[name] = run
-	req := Request{
-		Cluster: name, Key: key, Name: RecordName(name, key), Resume: resume,
-		Progress: func(s waves.Status) { c.opts.Metrics.setInFlight(name, s.InFlight) },
-	}
+	req.Progress = func(s waves.Status) { c.opts.Metrics.setInFlight(name, s.InFlight) }
 	log := c.log.With("cluster", name, "record", req.Name)
 	verb := "failing back"
 	if c.opts.DryRun {
@@ -458,7 +664,7 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, key string, resume 
 	log.Info(verb, "recovery", key, "resume", resume)
 	if !c.opts.DryRun {
 		c.event(cluster, corev1.EventTypeNormal, ReasonStarted, fmt.Sprintf(
-			"Cluster %s stayed Ready and untainted for %s: rebalancing the workloads a fresh reschedule gives replicas on it, recorded as workloadrebalancer %s", name, c.opts.Window, req.Name))
+			"Cluster %s stayed Ready and untainted for %s: rebalancing %s, recorded as workloadrebalancer %s", name, c.windowText(req), whatMoves(req), req.Name))
 	}
 	c.wg.Add(1)
 	go func() {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
+	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	typedapps "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
@@ -44,6 +46,45 @@ type Entry struct {
 	Unfinished bool
 	// BudgetSpent: the failure budget stopped it; it is never resumed.
 	BudgetSpent bool
+	// Created is when the record was created: when its failback fired.
+	Created time.Time
+	// FollowUp: the record of workloads whose eviction ended after their
+	// recovery's failback fired (FollowUpName), not of the failback itself.
+	FollowUp bool
+}
+
+// FollowUpName names the record of a recovery's failback of the workloads
+// whose eviction from the cluster ended after the failback fired: the
+// recovery's record name and a hash of the bindings, so that every daemon
+// names the same batch alike and resumes it instead of starting it again.
+func FollowUpName(cluster, key string, bindings []string) string {
+	sorted := append([]string(nil), bindings...)
+	sort.Strings(sorted)
+	f := fnv.New32a()
+	for _, b := range sorted {
+		fmt.Fprintf(f, "%s\n", b)
+	}
+	return RecordName(cluster, fmt.Sprintf("%s-%08x", key, f.Sum32()))
+}
+
+// Listed returns the workloads (by WorkloadIdentity) that the records of
+// cluster's recovery key list: a follow-up never triggers them again.
+func (l Ledger) Listed(ctx context.Context, cluster, key string) (map[string]bool, error) {
+	sel := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelRecovery: key}).String()
+	list, err := l.Client.List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the failback records labelled %s, check the RBAC of the failback daemon (list workloadrebalancers): %w", sel, err)
+	}
+	out := map[string]bool{}
+	for _, rb := range list.Items {
+		if c := rb.Labels[LabelCluster]; c != "" && c != cluster {
+			continue
+		}
+		for _, w := range rb.Spec.Workloads {
+			out[WorkloadIdentity(w)] = true
+		}
+	}
+	return out, nil
 }
 
 // AnnotationStopped on a failback record says why its waves stopped for
@@ -89,7 +130,10 @@ func (l Ledger) List(ctx context.Context) ([]Entry, error) {
 			Key:         rb.Labels[LabelRecovery],
 			Unfinished:  unfinished(rb),
 			BudgetSpent: rb.Annotations[AnnotationStopped] == StoppedFailureBudget,
+			Created:     rb.CreationTimestamp.Time,
 		})
+		e := &entries[len(entries)-1]
+		e.FollowUp = e.Cluster != "" && e.Name != RecordName(e.Cluster, e.Key)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	return entries, nil

@@ -1,6 +1,7 @@
 package failback
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := Observe(tt.cluster)
+			h := Observe(tt.cluster, nil)
 			assert.Equal(t, tt.healthy, h.Healthy)
 			assert.Equal(t, tt.reason, h.Reason)
 			assert.Len(t, h.Key, 8)
@@ -56,11 +57,25 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// TestObserveTolerated: a NoSchedule taint the workloads to fail back
+// tolerate does not keep the cluster from being healthy; others still do.
+func TestObserveTolerated(t *testing.T) {
+	dedicated := corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}
+	fail := corev1.Taint{Key: "fail", Effect: corev1.TaintEffectNoExecute}
+	tolerated := func(t corev1.Taint) bool { return t.Key == "dedicated" }
+	assert.True(t, Observe(cluster(1, metav1.ConditionTrue, t0, dedicated), tolerated).Healthy)
+	assert.False(t, Observe(cluster(1, metav1.ConditionTrue, t0, dedicated), nil).Healthy)
+	h := Observe(cluster(1, metav1.ConditionTrue, t0, dedicated, fail), tolerated)
+	assert.False(t, h.Healthy)
+	assert.Equal(t, "tainted fail:NoExecute", h.Reason)
+	assert.False(t, Observe(cluster(1, metav1.ConditionFalse, t0, dedicated), tolerated).Healthy, "tolerating a taint does not make a NotReady cluster healthy")
+}
+
 func TestObserveKey(t *testing.T) {
-	base := Observe(cluster(3, metav1.ConditionTrue, t0))
-	assert.Equal(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, t0)).Key, "the same cluster gives the same key, in any process")
-	assert.NotEqual(t, base.Key, Observe(cluster(5, metav1.ConditionTrue, t0)).Key, "a taint added and removed changes the generation")
-	assert.NotEqual(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, at(60))).Key, "Ready turning again changes the transition time")
+	base := Observe(cluster(3, metav1.ConditionTrue, t0), nil)
+	assert.Equal(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, t0), nil).Key, "the same cluster gives the same key, in any process")
+	assert.NotEqual(t, base.Key, Observe(cluster(5, metav1.ConditionTrue, t0), nil).Key, "a taint added and removed changes the generation")
+	assert.NotEqual(t, base.Key, Observe(cluster(3, metav1.ConditionTrue, at(60)), nil).Key, "Ready turning again changes the transition time")
 	assert.Equal(t, t0, base.ReadySince)
 }
 
@@ -109,7 +124,13 @@ func TestStep(t *testing.T) {
 			if strings.Contains(tt.name, "no window") {
 				w = 0
 			}
-			got, trans := Step(tt.from, tt.h, tt.now, w)
+			if tt.from.Phase == PhaseStabilizing {
+				tt.from.Window = w
+			}
+			got, trans := Step(tt.from, tt.h, tt.now, Timing{Window: w})
+			// The window and the memory of the last failback have their
+			// own tests.
+			got.Window, got.LastKey, got.LastFailback = 0, "", time.Time{}
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, tt.trans, trans)
 		})
@@ -133,7 +154,7 @@ func TestStepStory(t *testing.T) {
 	var got []string
 	for _, e := range events {
 		var tr Transition
-		s, tr = Step(s, e.h, at(e.at), window)
+		s, tr = Step(s, e.h, at(e.at), Timing{Window: window})
 		if tr != Nothing {
 			got = append(got, string(tr)+"@"+time.Duration(e.at*int(time.Second)).String())
 		}
@@ -144,9 +165,77 @@ func TestStepStory(t *testing.T) {
 }
 
 func TestWindowEnds(t *testing.T) {
-	end, ok := WindowEnds(State{Phase: PhaseStabilizing, Since: at(10)}, time.Minute)
+	end, ok := WindowEnds(State{Phase: PhaseStabilizing, Since: at(10), Window: time.Minute})
 	assert.True(t, ok)
 	assert.Equal(t, at(70), end)
-	_, ok = WindowEnds(State{Phase: PhaseDown}, time.Minute)
+	_, ok = WindowEnds(State{Phase: PhaseDown, Window: time.Minute})
 	assert.False(t, ok)
+}
+
+// play steps a cluster through health changes at the given seconds and
+// returns the transitions worth reporting, as "Transition@seconds".
+func play(t Timing, events []struct {
+	at int
+	h  Health
+}) (State, []string) {
+	var s State
+	var got []string
+	for _, e := range events {
+		var tr Transition
+		s, tr = Step(s, e.h, at(e.at), t)
+		if tr == Fire {
+			s = Finished(s, at(e.at))
+		}
+		if tr != Nothing {
+			got = append(got, fmt.Sprintf("%s@%d", tr, e.at))
+		}
+	}
+	return s, got
+}
+
+// TestStepCooldown: a slow flap (up longer than the window, down shorter)
+// fails back once; the failures that follow within the cooldown hold the
+// next recovery for the cooldown, so the fleet does not move on every
+// cycle. Once the cluster stays up for the cooldown it fails back again.
+func TestStepCooldown(t *testing.T) {
+	timing := Timing{Window: 20 * time.Second, Cooldown: 120 * time.Second}
+	up := func(k string) Health { return Health{Healthy: true, Key: k} }
+	down := Health{Reason: "tainted"}
+	events := []struct {
+		at int
+		h  Health
+	}{
+		{0, up("k0")}, {10, down}, {20, up("k1")}, {40, up("k1")}, // fires at 40
+		{70, down}, {80, up("k2")}, {110, up("k2")}, // up 30 s > window: held, no fire
+		{140, down}, {150, up("k3")}, {180, up("k3")}, {250, up("k3")}, {269, up("k3")}, // held for the cooldown from 150
+		{270, up("k3")},                               // fires at 270
+		{400, down}, {410, up("k4")}, {430, up("k4")}, // a failure after the cooldown: the plain window
+	}
+	s, got := play(timing, events)
+	assert.Equal(t, []string{"Failed@10", "Recovering@20", "Fire@40", "Failed@70", "Recovering@80", "Flapped@140", "Recovering@150", "Fire@270",
+		"Failed@400", "Recovering@410", "Fire@430"}, got)
+	assert.Equal(t, "k4", s.LastKey)
+	assert.Equal(t, at(430), s.LastFailback)
+
+	// Without a cooldown the slow flap fails back on every cycle.
+	_, got = play(Timing{Window: 20 * time.Second}, events[:7])
+	assert.Equal(t, []string{"Failed@10", "Recovering@20", "Fire@40", "Failed@70", "Recovering@80", "Fire@110"}, got)
+}
+
+// TestStepCooldownFromRecords: a daemon that starts knowing the last
+// failback (from its record) holds a recovery that follows it closely.
+func TestStepCooldownFromRecords(t *testing.T) {
+	timing := Timing{Window: 20 * time.Second, Cooldown: 120 * time.Second}
+	known := State{LastKey: "k1", LastFailback: at(0)}
+	s, tr := Step(known, Health{Healthy: true, Key: "k2", ReadySince: at(60)}, at(70), timing)
+	assert.Equal(t, Recovering, tr)
+	assert.Equal(t, PhaseStabilizing, s.Phase)
+	assert.Equal(t, 120*time.Second, s.Window)
+	assert.True(t, s.Held)
+	s, tr = Step(known, Health{Healthy: true, Key: "k2", ReadySince: at(200)}, at(210), timing)
+	assert.Equal(t, Recovering, tr)
+	assert.Equal(t, 20*time.Second, s.Window, "a failure after the cooldown")
+	s, tr = Step(known, Health{Reason: "down"}, at(60), timing)
+	assert.Equal(t, Nothing, tr)
+	assert.True(t, s.Held, "first seen down within the cooldown")
 }

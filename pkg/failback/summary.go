@@ -85,7 +85,11 @@ func summarize(req Request, report *Report, err error, aborted string) summary {
 		return s
 	case ResultNothing:
 		s.level, s.logMessage = slog.LevelInfo, "failback finished"
-		message = fmt.Sprintf("Failback to cluster %s: no workload would gain replicas there from a fresh reschedule; nothing moved", req.Cluster)
+		what := "no workload displaced by its failure"
+		if req.All {
+			what = "no workload"
+		}
+		message = fmt.Sprintf("Failback to cluster %s: %s would gain replicas there from a fresh reschedule; nothing moved", req.Cluster, what)
 	default:
 		s.level, s.logMessage = slog.LevelInfo, "failback finished"
 		message = fmt.Sprintf("Failback to cluster %s finished: %d workload(s) rebalanced%s, recorded as workloadrebalancer %s", req.Cluster, s.done, before, req.Name)

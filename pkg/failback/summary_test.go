@@ -49,7 +49,7 @@ func TestSummarize(t *testing.T) {
 		{name: "succeeded", report: Report{Rows: []rebalance.Row{done, earlier}}, result: ResultSucceeded, counts: [4]int{1, 0, 0, 1}, events: 1,
 			event: &clusterEvent{corev1.EventTypeNormal, ReasonFinished, "Failback to cluster member1 finished: 1 workload(s) rebalanced (1 more triggered before this failback was resumed), recorded as workloadrebalancer failback-member1-k"}},
 		{name: "nothing", result: ResultNothing,
-			event: &clusterEvent{corev1.EventTypeNormal, ReasonFinished, "Failback to cluster member1: no workload would gain replicas there from a fresh reschedule; nothing moved"}},
+			event: &clusterEvent{corev1.EventTypeNormal, ReasonFinished, "Failback to cluster member1: no workload displaced by its failure would gain replicas there from a fresh reschedule; nothing moved"}},
 		{name: "failures", report: Report{Rows: []rebalance.Row{done, failed}}, result: ResultFailed, counts: [4]int{1, 1, 0, 0}, level: slog.LevelWarn, events: 2,
 			event: &clusterEvent{corev1.EventTypeWarning, ReasonFinished, "Failback to cluster member1 finished: 1 workload(s) done, 1 failed; see workloadrebalancer failback-member1-k"}},
 		{name: "budget spent", report: Report{Rows: []rebalance.Row{failed, pending}, BudgetSpent: true, Stopped: "1 workload(s) failed (--max-failures 1)"},

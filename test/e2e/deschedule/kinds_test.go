@@ -225,3 +225,49 @@ func TestDescheduleSeedExampleStatefulSet(t *testing.T) {
 	assert.Equal(t, deschedule.SkipOptedOut, report.Skipped[0].Code)
 	assert.Equal(t, binding, report.Skipped[0].Name)
 }
+
+// TestDescheduleStatefulSetKeepsReadyPods: a StatefulSet of three replicas
+// runs in one member; its lowest ordinal is recreated on cordoned nodes and
+// stays Pending while the two above it are Ready. Lowering the member's
+// replicas would delete the highest ordinal, a Ready pod, and leave the
+// Pending one where it is: the pass leaves the StatefulSet alone and says
+// why, and both Ready pods keep running.
+func TestDescheduleStatefulSetKeepsReadyPods(t *testing.T) {
+	// Not parallel: cordoning a member must not disturb the other tests.
+	e := namespacedEnv(t, "sts-ordinals")
+	const name, binding = "db", "db-statefulset"
+	e.kindPolicy("apps/v1", "StatefulSet", name, deschedtest.Aggregated("member1", "member2"))
+	sts := statefulSet(e.NS, name, 3)
+	sts.Spec.Template.Annotations = map[string]string{harness.ReadyAfterAnnotation: "5s"}
+	_, err := e.C.Kube.AppsV1().StatefulSets(e.NS).Create(e.Ctx, sts, metav1.CreateOptions{})
+	require.NoError(t, err)
+	before := e.settledBinding(binding)
+	require.Len(t, before, 1, "aggregated in one member: %v", before)
+	var member string
+	for m := range before {
+		member = m
+	}
+	e.WaitPods(member, name, podCounts{Ready: 3, Total: 3})
+
+	e.cordonAll(member)
+	require.NoError(t, e.Member(member).CoreV1().Pods(e.NS).Delete(e.Ctx, name+"-0", metav1.DeleteOptions{}))
+	e.WaitPods(member, name, podCounts{Ready: 2, Unschedulable: 1, Total: 3})
+	time.Sleep(2 * time.Second) // past the one-second threshold of the pass
+
+	code, report := e.RunJSON("-n", e.NS, "--unschedulable-threshold", "1s")
+	require.Equal(t, cmd.ExitOK, code)
+	require.Len(t, report.Bindings, 1)
+	b := report.Bindings[0]
+	assert.Equal(t, deschedule.OutcomeBlocked, b.Outcome)
+	assert.Contains(t, b.Message, "highest ordinals")
+	assert.Contains(t, b.Message, name+"-0")
+	assert.Zero(t, report.Summary.EvictedReplicas)
+
+	time.Sleep(3 * time.Second)
+	assert.Equal(t, before, e.settledBinding(binding), "the binding is left as it was")
+	for _, ordinal := range []string{"-1", "-2"} {
+		pod, err := e.Member(member).CoreV1().Pods(e.NS).Get(e.Ctx, name+ordinal, metav1.GetOptions{})
+		require.NoError(t, err, "Ready pod %s%s is kept", name, ordinal)
+		assert.Nil(t, pod.DeletionTimestamp)
+	}
+}
