@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
@@ -207,9 +208,18 @@ func interruptThenResume(t *testing.T, ns string, sig os.Signal) {
 	require.Less(t, len(written), len(apps), "stopped before the last trigger")
 	rb := rt.Rebalancer(ctx, t, c, name)
 	require.NotNil(t, rb, "the record is left in place")
-	assert.Nil(t, rb.Status.FinishTime, "not finished")
+	// Its status may be complete for what it lists; what it does not list
+	// yet is counted in an annotation (not written after kill -9).
+	assert.NotEqual(t, "0", rb.Annotations[record.UnstartedAnnotation], "not finished")
+	// The record grows as the waves start workloads: it lists those
+	// started, never one without its trigger (else Karmada's controller
+	// would trigger it at the creationTimestamp); after kill -9 the last
+	// second of starts may be missing.
+	for _, w := range rb.Spec.Workloads {
+		assert.True(t, written[w.Name], "%s listed before its trigger was written", w.Name)
+	}
 	if sig == os.Interrupt {
-		require.Len(t, rb.Status.ObservedWorkloads, len(apps), "the status is written when the run stops")
+		require.Len(t, rb.Status.ObservedWorkloads, len(written), "the status is written when the run stops")
 	}
 	recorded := 0
 	for _, o := range rb.Status.ObservedWorkloads {
@@ -234,15 +244,22 @@ func interruptThenResume(t *testing.T, ns string, sig os.Signal) {
 	rb = rt.Rebalancer(ctx, t, c, name)
 	require.NotNil(t, rb)
 	assert.NotNil(t, rb.Status.FinishTime, "finished")
+	assert.Equal(t, "0", rb.Annotations[record.UnstartedAnnotation], "every workload started")
+	assert.Len(t, rb.Spec.Workloads, len(apps))
 	for _, o := range rb.Status.ObservedWorkloads {
 		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, o.Result, o.Workload.Name)
 	}
 	for _, app := range apps {
 		b := rt.Binding(ctx, t, c, ns, app+"-deployment")
 		require.NotNil(t, b.Spec.RescheduleTriggeredAt, app)
-		assert.True(t, b.Spec.RescheduleTriggeredAt.Equal(&rb.CreationTimestamp), "%s triggered at the creationTimestamp", app)
+		require.NotNil(t, b.Status.LastScheduledTime, app)
+		// Each at the server's time when it started: never before the
+		// record, and answered by the scheduler.
+		assert.False(t, b.Spec.RescheduleTriggeredAt.Before(&rb.CreationTimestamp), "%s triggered at %s, before the record (%s)", app, b.Spec.RescheduleTriggeredAt, rb.CreationTimestamp)
+		assert.False(t, b.Status.LastScheduledTime.Before(b.Spec.RescheduleTriggeredAt), "%s: trigger %s not answered (last scheduled %s)", app, b.Spec.RescheduleTriggeredAt, b.Status.LastScheduledTime)
 	}
-	patches := first.Counter.Counts()["PATCH"] + second.Counter.Counts()["PATCH"]
+	// The record's own PATCHes (its spec grows) do not count.
+	patches := first.Requests.Count("PATCH /apis/work.karmada.io/") + second.Requests.Count("PATCH /apis/work.karmada.io/")
 	t.Logf("requests: first run %s, second run %s", first.Counter, second.Counter)
 	assert.Equal(t, len(apps), patches, "every binding's trigger written exactly once over both runs")
 }
