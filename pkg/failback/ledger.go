@@ -140,7 +140,12 @@ func (l Ledger) List(ctx context.Context) ([]Entry, error) {
 }
 
 func unfinished(rb *appsv1alpha1.WorkloadRebalancer) bool {
-	return rb.Status.ObservedGeneration < rb.Generation || record.HasPending(rb.Status)
+	// A failback's record grows as its waves start workloads and gets its
+	// ttl once all are listed: one without a ttl, or with workloads not
+	// started yet, belongs to a failback that was stopped.
+	unstarted := rb.Annotations[record.UnstartedAnnotation]
+	return rb.Status.ObservedGeneration < rb.Generation || record.HasPending(rb.Status) ||
+		rb.Spec.TTLSecondsAfterFinished == nil || (unstarted != "" && unstarted != "0")
 }
 
 // Exists reports whether the record name exists.

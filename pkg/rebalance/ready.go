@@ -72,44 +72,180 @@ func ReadyReplicas(spec workv1alpha2.ResourceBindingSpec, status workv1alpha2.Re
 	return ready
 }
 
+// replicaKinds report readyReplicas in their member status (Karmada's
+// default interpreters reflect it); a missing count is zero ready.
+var replicaKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}:  true,
+	{Group: "apps", Kind: "StatefulSet"}: true,
+	{Group: "apps", Kind: "ReplicaSet"}:  true,
+}
+
 // CheckReady reads, from a binding's spec.clusters and
 // status.aggregatedStatus, whether the replicas of the placement are ready
-// in the member clusters: every cluster with replicas reports at least that
-// many ready (ReadyReplicas, by the template's kind). A cluster with no
-// replicas (a workload without replicas, such as a ConfigMap) is ready once
-// the member object is applied. Clusters outside the placement do not
-// count: replicas leaving a cluster are the member cluster's business. No
-// member credentials are needed; Karmada collects the member objects'
-// status into the binding.
+// in the member clusters, by the template's kind:
+//
+//   - Deployment, StatefulSet, ReplicaSet, and any kind whose member status
+//     reports readyReplicas or replicas: every cluster with replicas reports
+//     at least that many readyReplicas;
+//   - Job: every cluster's pods that run or ran to completion (active, or
+//     ready when a customization reflects it, plus succeeded) cover its share;
+//   - any other kind: the health Karmada's resource interpreter gives the
+//     member object (aggregatedStatus[].health) is Healthy in every cluster;
+//     where it interprets none (Unknown), the kind is not gated: applied is
+//     enough, and the detail says so.
+//
+// A cluster with no replicas (a ConfigMap, say) is ready once the member
+// object is applied. Clusters outside the placement do not count: replicas
+// leaving a cluster are the member cluster's business. No member
+// credentials are needed; Karmada collects the member objects' status into
+// the binding.
 func CheckReady(spec workv1alpha2.ResourceBindingSpec, status workv1alpha2.ResourceBindingStatus) Readiness {
 	if len(spec.Clusters) == 0 {
 		return Readiness{Detail: "no cluster in the placement"}
 	}
-	ready := ReadyReplicas(spec, status)
-	applied := make(map[string]bool, len(status.AggregatedStatus))
+	gk := schema.FromAPIVersionAndKind(spec.Resource.APIVersion, spec.Resource.Kind).GroupKind()
+	items := make(map[string]workv1alpha2.AggregatedStatusItem, len(status.AggregatedStatus))
 	for _, item := range status.AggregatedStatus {
-		applied[item.ClusterName] = item.Applied
+		items[item.ClusterName] = item
 	}
+	switch {
+	case gk == jobKind:
+		return checkJob(spec, items)
+	case replicaKinds[gk] || reportsReplicas(status):
+		return checkReplicas(spec, status, items)
+	}
+	return checkHealth(gk, spec, items)
+}
+
+// reportsReplicas tells a member status with replica counts.
+func reportsReplicas(status workv1alpha2.ResourceBindingStatus) bool {
+	for _, item := range status.AggregatedStatus {
+		fields := statusFields(item)
+		if _, ok := fields[readyReplicasField]; ok {
+			return true
+		}
+		if _, ok := fields["replicas"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// statusFields reads the top-level fields of a member status; nil when
+// there is none or it does not parse.
+func statusFields(item workv1alpha2.AggregatedStatusItem) map[string]json.RawMessage {
+	if item.Status == nil || len(item.Status.Raw) == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item.Status.Raw, &fields); err != nil {
+		return nil
+	}
+	return fields
+}
+
+// count reads a numeric field; false when absent or not a number.
+func count(fields map[string]json.RawMessage, name string) (int32, bool) {
+	raw, ok := fields[name]
+	if !ok || string(raw) == "null" {
+		return 0, false
+	}
+	var n float64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// appliedPart says how a cluster without replicas stands; false when it is
+// not applied yet.
+func appliedPart(name string, items map[string]workv1alpha2.AggregatedStatusItem) (string, bool) {
+	if items[name].Applied {
+		return name + " applied", true
+	}
+	return name + " not applied yet", false
+}
+
+func checkReplicas(spec workv1alpha2.ResourceBindingSpec, status workv1alpha2.ResourceBindingStatus, items map[string]workv1alpha2.AggregatedStatusItem) Readiness {
+	ready := ReadyReplicas(spec, status)
 	allReady := true
 	parts := make([]string, 0, len(spec.Clusters))
 	for _, target := range spec.Clusters {
-		switch {
-		case target.Replicas == 0:
-			if applied[target.Name] {
-				parts = append(parts, target.Name+" applied")
-			} else {
-				allReady = false
-				parts = append(parts, target.Name+" not applied yet")
-			}
-		default:
-			// A member Deployment with no ready replica leaves readyReplicas
-			// out of its status: a missing count is zero ready.
-			n := ready[target.Name]
-			if n < target.Replicas {
-				allReady = false
-			}
-			parts = append(parts, fmt.Sprintf("%s %d/%d", target.Name, n, target.Replicas))
+		if target.Replicas == 0 {
+			part, ok := appliedPart(target.Name, items)
+			allReady = allReady && ok
+			parts = append(parts, part)
+			continue
 		}
+		// A member Deployment with no ready replica leaves readyReplicas
+		// out of its status: a missing count is zero ready.
+		n := ready[target.Name]
+		if n < target.Replicas {
+			allReady = false
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d", target.Name, n, target.Replicas))
 	}
 	return Readiness{Ready: allReady, Detail: strings.Join(parts, ", ")}
+}
+
+// checkJob counts a Job's pods that run or ran to completion: succeeded,
+// plus ready where a customization reflects it, else active (Karmada
+// v1.18's Job interpreter reflects active and succeeded only).
+func checkJob(spec workv1alpha2.ResourceBindingSpec, items map[string]workv1alpha2.AggregatedStatusItem) Readiness {
+	allReady := true
+	parts := make([]string, 0, len(spec.Clusters))
+	for _, target := range spec.Clusters {
+		if target.Replicas == 0 {
+			part, ok := appliedPart(target.Name, items)
+			allReady = allReady && ok
+			parts = append(parts, part)
+			continue
+		}
+		fields := statusFields(items[target.Name])
+		succeeded, _ := count(fields, "succeeded")
+		running, what := int32(0), "active"
+		if n, ok := count(fields, jobReadyField); ok {
+			running, what = n, "ready"
+		} else if n, ok := count(fields, "active"); ok {
+			running = n
+		}
+		if running+succeeded < target.Replicas {
+			allReady = false
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d (%s+succeeded)", target.Name, running+succeeded, target.Replicas, what))
+	}
+	return Readiness{Ready: allReady, Detail: strings.Join(parts, ", ")}
+}
+
+// checkHealth gates a kind without replica counts on the health Karmada's
+// resource interpreter gives its member objects.
+func checkHealth(gk schema.GroupKind, spec workv1alpha2.ResourceBindingSpec, items map[string]workv1alpha2.AggregatedStatusItem) Readiness {
+	allReady, interpreted := true, false
+	parts := make([]string, 0, len(spec.Clusters))
+	for _, target := range spec.Clusters {
+		item, ok := items[target.Name]
+		switch {
+		case !ok || !item.Applied:
+			allReady = false
+			parts = append(parts, target.Name+" not applied yet")
+		case item.Health == workv1alpha2.ResourceHealthy:
+			interpreted = true
+			parts = append(parts, target.Name+" healthy")
+		case item.Health == workv1alpha2.ResourceUnhealthy:
+			interpreted = true
+			allReady = false
+			parts = append(parts, target.Name+" unhealthy")
+		default:
+			parts = append(parts, target.Name+" applied")
+		}
+	}
+	detail := strings.Join(parts, ", ")
+	if !interpreted && allReady {
+		kind := gk.Kind
+		if kind == "" {
+			kind = "the kind"
+		}
+		detail = fmt.Sprintf("not gated: %s reports no ready replicas and Karmada interprets no health for it, so applied is done (%s)", kind, detail)
+	}
+	return Readiness{Ready: allReady, Detail: detail}
 }

@@ -70,6 +70,13 @@ type Options struct {
 	// scheduled in or after that second is reported Ignored
 	// (TriggerNotAfterLastSchedule).
 	TriggerAt *metav1.Time
+	// HeldSince, when set, makes a binding that already holds a trigger at
+	// or after it count as triggered (nothing written), whatever the run's
+	// own trigger time: a waved WorkloadRebalancer writes each trigger at
+	// the server's time when its workload starts, and a trigger at or after
+	// the record's creationTimestamp is the record's own (written before a
+	// crash, or by Karmada's controller).
+	HeldSince *metav1.Time
 	// Triggered, when set, is called once every trigger is written and before
 	// the wait for the scheduler starts, with the rows as they stand then.
 	Triggered func(*Result)
@@ -433,7 +440,7 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 			return false, nil
 		}
 
-		if !NeedsTrigger(b.Spec.RescheduleTriggeredAt, when) {
+		if !NeedsTrigger(b.Spec.RescheduleTriggeredAt, when) || (r.HeldSince != nil && !NeedsTrigger(b.Spec.RescheduleTriggeredAt, *r.HeldSince)) {
 			e.row.Result = appsv1alpha1.RebalanceSuccessful
 			e.at, e.written = *b.Spec.RescheduleTriggeredAt, b.Generation
 			e.row.TriggeredAt = &e.at

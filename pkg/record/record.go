@@ -2,9 +2,11 @@ package record
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -46,10 +48,23 @@ type Recorder struct {
 	// 200ms doubling up to 5s.
 	Backoff wait.Backoff
 	// Execute, when set, runs a pass's pending workloads instead of
-	// runner.Run (a waved run, say). It gets the pass's runner, whose
-	// Triggered hook records the rows it is handed in the status, and
-	// returns what runner.Run would.
-	Execute func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target) (*rebalance.Result, error)
+	// runner.Run (a waved run, say). It gets the pass's runner (trigger
+	// time: the creationTimestamp), fresh, which selects the workloads to
+	// trigger at the server's time when they start instead, and ledger,
+	// which records the rows it is handed (a trigger written) in the record
+	// and returns ErrRebalancerGone once the record was deleted. It returns
+	// what runner.Run would.
+	Execute func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error)
+	// Planned, when set, are the workloads of a waved run in the order
+	// given: those the record does not hold yet are started by Reconcile
+	// and appended to spec.workloads as their triggers are written.
+	Planned []rebalance.Target
+	// HeldTTL, when set, is the ttl of a waved run's record, created
+	// without one: it is set once every planned workload is in the record,
+	// so that neither Karmada's controller nor a later run deletes a record
+	// whose listed workloads are done while the run still has others to
+	// start (or was stopped before it could).
+	HeldTTL *int32
 }
 
 // Pass is the result of one reconciliation of a WorkloadRebalancer.
@@ -132,6 +147,11 @@ type ApplyOptions struct {
 	// AnyTTL lets an existing object match whatever its TTL is (only the
 	// workloads are compared); used when no TTL was asked for.
 	AnyTTL bool
+	// Grow is a waved run's: an existing object whose workloads are all
+	// part of the desired ones is its record, continued (the waves append
+	// the others as they start them). With UpdateSpec, an object holding
+	// others keeps only the desired ones among its own.
+	Grow bool
 }
 
 // Create creates desired as is, for a name nobody else can hold (a
@@ -193,15 +213,22 @@ func (r *Recorder) Apply(ctx context.Context, desired *appsv1alpha1.WorkloadReba
 		if current.DeletionTimestamp != nil {
 			return nil, "", fmt.Errorf("workloadrebalancer %s is being deleted; wait until it is gone or choose another name", desired.Name)
 		}
-		if specMatches(current.Spec, desired.Spec, opts.AnyTTL) {
+		if specMatches(current.Spec, desired.Spec, opts.AnyTTL) || (opts.Grow && grownFrom(current.Spec, desired.Spec, opts.AnyTTL)) {
 			return current, AppliedUnchanged, nil
 		}
 		if !opts.UpdateSpec {
 			return nil, "", &SpecConflictError{Name: desired.Name, Existing: current.Spec}
 		}
-		next := current.DeepCopy()
-		next.Spec = desired.Spec
-		updated, err := r.Client.Update(ctx, next, metav1.UpdateOptions{})
+		spec := desired.Spec
+		if opts.Grow {
+			// Only what the record already lists may be in its spec: a new
+			// entry is appended once its trigger is written.
+			spec.Workloads = common(current.Spec.Workloads, desired.Spec.Workloads)
+			if len(spec.Workloads) == 0 {
+				return nil, "", &SpecConflictError{Name: desired.Name, Existing: current.Spec}
+			}
+		}
+		updated, err := r.patchSpec(ctx, current, spec)
 		switch {
 		case err == nil:
 			return updated, AppliedConfigured, nil
@@ -210,8 +237,62 @@ func (r *Recorder) Apply(ctx context.Context, desired *appsv1alpha1.WorkloadReba
 		case retryable(err) && rebalance.SleepContext(ctx, backoff.Step()) == nil:
 			continue
 		}
-		return nil, "", rebalancerError("update", desired.Name, err)
+		return nil, "", rebalancerError("patch", desired.Name, err)
 	}
+}
+
+// patchSpec sets the workloads and ttl of current's spec to spec's with a
+// merge patch conditional on current's resource version: fields of the
+// object our types do not know stay as the server holds them.
+func (r *Recorder) patchSpec(ctx context.Context, current *appsv1alpha1.WorkloadRebalancer, spec appsv1alpha1.WorkloadRebalancerSpec) (*appsv1alpha1.WorkloadRebalancer, error) {
+	var ttl any // nil removes the field
+	if spec.TTLSecondsAfterFinished != nil {
+		ttl = *spec.TTLSecondsAfterFinished
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{"resourceVersion": current.ResourceVersion},
+		"spec":     map[string]any{"workloads": spec.Workloads, "ttlSecondsAfterFinished": ttl},
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	return r.Client.Patch(ctx, current.Name, types.MergePatchType, data, metav1.PatchOptions{})
+}
+
+// grownFrom reports whether existing is a waved record of desired: every
+// workload it lists is one of desired's (and, unless anyTTL, its ttl is
+// desired's or not set yet).
+func grownFrom(existing, desired appsv1alpha1.WorkloadRebalancerSpec, anyTTL bool) bool {
+	// A record without a ttl may be one whose run held it back.
+	if !anyTTL && existing.TTLSecondsAfterFinished != nil && !reflect.DeepEqual(existing.TTLSecondsAfterFinished, desired.TTLSecondsAfterFinished) {
+		return false
+	}
+	want := make(map[rebalance.Workload]bool, len(desired.Workloads))
+	for _, w := range desired.Workloads {
+		want[w] = true
+	}
+	for _, w := range existing.Workloads {
+		if !want[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// common returns the workloads of a that b lists too, in a's order.
+func common(a, b []rebalance.Workload) []rebalance.Workload {
+	in := make(map[rebalance.Workload]bool, len(b))
+	for _, w := range b {
+		in[w] = true
+	}
+	var out []rebalance.Workload
+	for _, w := range a {
+		if in[w] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // specMatches reports whether an existing spec already is the desired one.
@@ -260,6 +341,13 @@ func clean(rb *appsv1alpha1.WorkloadRebalancer) *appsv1alpha1.WorkloadRebalancer
 // for the scheduler, nothing changes then unless the run was cut short).
 // When the spec changes meanwhile, the new generation is reconciled too.
 //
+// With Planned set, the pass also starts the planned workloads the record
+// does not hold yet, each with a trigger at the server's time when it
+// starts, and appends each to spec.workloads only once its trigger is
+// written (see grower): Karmada's controller, which triggers a new entry at
+// the creationTimestamp unless its binding already holds a later trigger,
+// then finds nothing to do.
+//
 // A run cut short by ctx leaves the unfinished workloads pending; the
 // status is still written, within StatusTimeout. The error is a
 // *RequestError for a request no retry can fix, ErrRebalancerGone when the
@@ -267,37 +355,52 @@ func clean(rb *appsv1alpha1.WorkloadRebalancer) *appsv1alpha1.WorkloadRebalancer
 func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) (*Pass, error) {
 	pass := &Pass{Rebalancer: rb}
 	ran := map[rebalance.Workload]rebalance.Row{}
+	planned := r.Planned
 	for {
-		gen, spec := rb.Generation, *rb.Spec.DeepCopy()
-		pending := PendingWorkloads(SyncStatus(rb.Status, spec, gen))
+		g := newGrower(r, rb)
+		gen := rb.Generation
+		pending := PendingWorkloads(SyncStatus(rb.Status, rb.Spec, gen))
+		unstarted := g.unstarted(planned)
+		planned = nil // a later pass (a spec edit) only reconciles the spec
 
 		var runErr error
-		if len(pending) > 0 {
-			pass.Triggered += len(pending)
+		if len(pending)+len(unstarted) > 0 {
+			pass.Triggered += len(pending) + len(unstarted)
 			runner := *r.Runner
 			at := rb.CreationTimestamp
 			runner.TriggerAt = &at
-			runner.Triggered = func(result *rebalance.Result) {
+			if len(unstarted) > 0 {
+				runner.HeldSince = &at
+			}
+			ledger := func(result *rebalance.Result) error {
 				// Record the triggers before waiting for the scheduler, as
 				// the controller does; a failure is retried after the run.
-				if written, err := r.writeStatus(ctx, rb.Name, spec, gen, result.Rows); err == nil {
+				written, err := g.record(ctx, result.Rows)
+				if written != nil {
 					pass.Rebalancer = written
 				}
+				return err
 			}
-			targets := make([]rebalance.Target, 0, len(pending))
+			targets := make([]rebalance.Target, 0, len(pending)+len(unstarted))
 			for _, w := range pending {
 				targets = append(targets, rebalance.Target{Workload: w, UID: r.UIDs[w]})
 			}
+			targets = append(targets, unstarted...)
+			for _, t := range targets {
+				g.ran[t.Workload] = true
+			}
 			var result *rebalance.Result
-			if r.Execute != nil {
-				result, runErr = r.Execute(ctx, &runner, targets)
-			} else {
+			switch {
+			case r.Execute != nil:
+				result, runErr = r.Execute(ctx, &runner, targets, g.isFresh, ledger)
+			default:
+				runner.Triggered = func(result *rebalance.Result) { _ = ledger(result) }
 				result, runErr = runner.Run(ctx, targets)
 			}
 			if result != nil {
 				pass.Written += result.Written
 				for _, row := range result.Rows {
-					if row.Observation.Reason == rebalance.ReasonTriggerNotAfterLastSchedule {
+					if row.Observation.Reason == rebalance.ReasonTriggerNotAfterLastSchedule && !g.isFresh(row.Workload) {
 						// The usual advice (a later trigger) does not apply:
 						// a WorkloadRebalancer triggers at its creation.
 						row.Observation.Message = fmt.Sprintf("trigger %s, the creationTimestamp of workloadrebalancer %s, is not after the binding's lastScheduledTime, so the scheduler ignores it; "+
@@ -318,7 +421,12 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 		for _, row := range ran {
 			rows = append(rows, row)
 		}
-		written, err := r.writeStatus(writeCtx, rb.Name, spec, gen, rows)
+		written, err := g.record(writeCtx, rows)
+		if err == nil {
+			if markErr := g.markUnstarted(writeCtx, written); markErr != nil {
+				err = markErr
+			}
+		}
 		if written != nil {
 			pass.Rebalancer = written
 			pass.Rows = RowsFromStatus(written, ran)
@@ -334,7 +442,7 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 		if runErr != nil {
 			return pass, runErr
 		}
-		if written.Generation > gen && written.Status.ObservedGeneration < written.Generation && ctx.Err() == nil {
+		if written.Generation > g.generation() && written.Status.ObservedGeneration < written.Generation && ctx.Err() == nil {
 			r.notify(fmt.Sprintf("workloadrebalancer %s: the spec changed meanwhile (generation %d); reconciling it", rb.Name, written.Generation))
 			rb = written
 			continue
@@ -376,9 +484,7 @@ func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alph
 		if !SetFinishTime(&current.Status, &updated, r.now()) {
 			return current, nil
 		}
-		next := current.DeepCopy()
-		next.Status = updated
-		written, err := r.Client.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		written, err := r.patchStatus(ctx, current, updated)
 		switch {
 		case err == nil:
 			return written, nil
@@ -390,10 +496,37 @@ func (r *Recorder) writeStatus(ctx context.Context, name string, spec appsv1alph
 			continue
 		}
 		if rebalance.IsFatal(err) {
-			return nil, &rebalance.RequestError{Verb: "update", Resource: rebalancerStatusResource, Name: name, Err: err}
+			return nil, &rebalance.RequestError{Verb: "patch", Resource: rebalancerStatusResource, Name: name, Err: err}
 		}
-		return nil, rebalancerError("update", name, err)
+		return nil, rebalancerError("patch", name, err)
 	}
+}
+
+// patchStatus writes status as the status of current with a merge patch of
+// the fields the status has, conditional on current's resource version:
+// whatever else the object holds, fields our types lack included, stays as
+// the server has it.
+func (r *Recorder) patchStatus(ctx context.Context, current *appsv1alpha1.WorkloadRebalancer, status appsv1alpha1.WorkloadRebalancerStatus) (*appsv1alpha1.WorkloadRebalancer, error) {
+	var finish any // nil removes the field
+	if status.FinishTime != nil {
+		finish = status.FinishTime
+	}
+	observed := status.ObservedWorkloads
+	if observed == nil {
+		observed = []appsv1alpha1.ObservedWorkload{}
+	}
+	data, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": current.ResourceVersion},
+		"status": map[string]any{
+			"observedWorkloads":  observed,
+			"observedGeneration": status.ObservedGeneration,
+			"finishTime":         finish,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.Client.Patch(ctx, current.Name, types.MergePatchType, data, metav1.PatchOptions{}, "status")
 }
 
 // setIfPending records the result of row on the entries of its workload that
@@ -453,7 +586,20 @@ func RowsFromStatus(rb *appsv1alpha1.WorkloadRebalancer, ran map[rebalance.Workl
 		}
 		rows = append(rows, row)
 	}
-	return rows
+	// Workloads of a waved run the record does not hold (never started, or
+	// started and not recorded yet) keep the run's rows, after the others.
+	observed := make(map[rebalance.Workload]bool, len(status.ObservedWorkloads))
+	for _, entry := range status.ObservedWorkloads {
+		observed[entry.Workload] = true
+	}
+	var extra []rebalance.Row
+	for w, row := range ran {
+		if !observed[w] {
+			extra = append(extra, row)
+		}
+	}
+	slices.SortFunc(extra, func(a, b rebalance.Row) int { return rebalance.CompareWorkloads(a.Workload, b.Workload) })
+	return append(rows, extra...)
 }
 
 func joinMessage(a, b string) string {

@@ -80,6 +80,9 @@ func WaveStop(res *waves.Result, recorded string) string {
 	if recorded != "" {
 		next = fmt.Sprintf("run the same command again to continue with them; workloadrebalancer %s records which workloads were triggered, and none is triggered twice", recorded)
 	}
+	if res.Stop == waves.StopLedgerGone {
+		next = "the triggers already written stay; the run's record is gone, so running the same command again starts every workload again under a new one"
+	}
 	inFlight := "none was in flight then"
 	if res.InFlightAtStop > 0 {
 		inFlight = fmt.Sprintf("%d workload(s) were in flight then (see the table)", res.InFlightAtStop)

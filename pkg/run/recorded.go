@@ -37,6 +37,11 @@ type recordPlan struct {
 	generate bool
 	// fromManifest is set when a WorkloadRebalancer manifest drives the run.
 	fromManifest bool
+	// grow, set for a waved run, holds its workloads in the order the waves
+	// start them: the record is created with the first one only and grows
+	// as the others start, and an existing record whose workloads are all
+	// part of the run is continued.
+	grow []rebalance.Workload
 }
 
 // recordPlan decides whether the run is recorded, and as what: a run driven
@@ -123,7 +128,20 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
 		engine = e.waveEngine(req)
-		rec.Execute = engine.Execute
+		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
+			engine.FreshTrigger = fresh
+			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
+				err := ledger(r)
+				if errors.Is(err, record.ErrRebalancerGone) {
+					return &waves.LedgerGoneError{Message: "the workloadrebalancer of the run was deleted, so no further workload was started (a workload started now could not be recorded)"}
+				}
+				return err
+			})
+		}
+		// The record grows as the waves start workloads (see record.grower).
+		rec.Planned = recordTargets(plan.desired.Spec.Workloads, uids)
+		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
+		plan.grow = engine.Ordered(rec.Planned)
 	}
 
 	runCtx, cancel := e.withDeadline(ctx, req.Deadline)
@@ -141,6 +159,10 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return nil, err
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
+	if engine != nil {
+		// A resumed run keeps the failure budget its earlier runs spent.
+		engine.FailuresSpent = record.FailuresSpent(obj)
+	}
 
 	var (
 		rows    []rebalance.Row
@@ -233,9 +255,10 @@ func (r *Result) setRows(rows []rebalance.Row) {
 // client dry run doing that is returned (nil when nothing was created).
 func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
 	desired := plan.desired.DeepCopy()
-	targets := make([]rebalance.Target, 0, len(desired.Spec.Workloads))
-	for _, w := range desired.Spec.Workloads {
-		targets = append(targets, rebalance.Target{Workload: w, UID: rec.UIDs[w]})
+	targets := recordTargets(desired.Spec.Workloads, rec.UIDs)
+	opts := plan.apply
+	if len(plan.grow) > 0 {
+		opts.Grow = true
 	}
 
 	exists := false
@@ -254,6 +277,14 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 		if prepared, err = rec.PrepareTriggerTime(ctx, targets); err != nil {
 			return nil, "", nil, e.explain(err)
 		}
+		if len(plan.grow) > 0 {
+			// Created with the first workload only, which Karmada's
+			// controller may trigger at once at the creationTimestamp, as
+			// the waves do: the others are appended as they start. Its ttl
+			// is set once they all are (Recorder.HeldTTL).
+			desired.Spec.Workloads = plan.grow[:1]
+			desired.Spec.TTLSecondsAfterFinished = nil
+		}
 	}
 
 	if plan.generate {
@@ -270,7 +301,7 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 		return created, record.AppliedCreated, prepared, nil
 	}
 
-	obj, applied, err := rec.Apply(ctx, desired, plan.apply)
+	obj, applied, err := rec.Apply(ctx, desired, opts)
 	var conflict *record.SpecConflictError
 	if errors.As(err, &conflict) {
 		return nil, "", nil, fmt.Errorf("%w; it was left as it is: choose another --name, or change its spec with `kubectl rebalance -f` and a manifest of it (see `kubectl rebalance get %s -o yaml`)",
@@ -280,6 +311,16 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 		return nil, "", nil, e.explain(err)
 	}
 	return obj, applied, prepared, nil
+}
+
+// recordTargets makes the targets of a record's workloads, with the
+// template uids known.
+func recordTargets(ws []rebalance.Workload, uids map[rebalance.Workload]types.UID) []rebalance.Target {
+	targets := make([]rebalance.Target, 0, len(ws))
+	for _, w := range ws {
+		targets = append(targets, rebalance.Target{Workload: w, UID: uids[w]})
+	}
+	return targets
 }
 
 // generateName returns a fresh name that says what the object is and sorts

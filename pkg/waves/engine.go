@@ -43,7 +43,16 @@ const (
 	StopInterrupted StopReason = "Interrupted"
 	// StopError: a request no retry can fix failed (no permission, say).
 	StopError StopReason = "Error"
+	// StopLedgerGone: the ledger (a recorded run's WorkloadRebalancer) went
+	// away during the run, so nothing could record a further start.
+	StopLedgerGone StopReason = "LedgerGone"
 )
+
+// LedgerGoneError, returned by a ledger, stops the run from starting
+// further workloads; Message says why, for the user.
+type LedgerGoneError struct{ Message string }
+
+func (e *LedgerGoneError) Error() string { return e.Message }
 
 // Options tune an Engine.
 type Options struct {
@@ -58,6 +67,9 @@ type Options struct {
 	// MaxFailures stops starting workloads once that many failed. Zero:
 	// no budget, every workload is started.
 	MaxFailures int
+	// FailuresSpent counts the failures of earlier runs of the same batch
+	// (a resumed record): they count against MaxFailures.
+	FailuresSpent int
 	// Pause keeps a slot free for this long after its workload finished
 	// before the next workload takes it (the minimum time a finished
 	// workload is watched before the run moves on).
@@ -109,8 +121,23 @@ type Engine struct {
 	// FleetThreshold is the batch size above which Lister is used; zero
 	// means 8.
 	FleetThreshold int
+	// FreshTrigger, when set, says which workloads are triggered at the
+	// server's time when they start instead of at the runner's TriggerAt
+	// (a waved record's workloads not yet in its spec).
+	FreshTrigger func(rebalance.Workload) bool
 	// Last is the result of the last Execute.
 	Last *Result
+}
+
+// Ordered returns the distinct workloads of targets in the order a run
+// starts them.
+func (e *Engine) Ordered(targets []rebalance.Target) []rebalance.Workload {
+	slots := e.slots(targets)
+	out := make([]rebalance.Workload, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, s.target.Workload)
+	}
+	return out
 }
 
 func (e *Engine) fleetThreshold() int {
@@ -126,8 +153,18 @@ func (e *Engine) fleetThreshold() int {
 // set, is the ledger, handed the rows whose trigger was written, at most
 // every LedgerInterval. The full result is kept in Last.
 func (e *Engine) Execute(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target) (*rebalance.Result, error) {
+	triggered := runner.Triggered
+	var ledger func(*rebalance.Result) error
+	if triggered != nil {
+		ledger = func(r *rebalance.Result) error { triggered(r); return nil }
+	}
+	return e.ExecuteLedger(ctx, runner, targets, ledger)
+}
+
+// ExecuteLedger is Execute with a ledger that may refuse a hand-over: a
+// *LedgerGoneError stops the run from starting further workloads.
+func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 	template := *runner
-	ledger := template.Triggered
 	template.Triggered = nil
 	mover := e.Mover
 	var fl *fleet
@@ -140,9 +177,9 @@ func (e *Engine) Execute(ctx context.Context, runner *rebalance.Runner, targets 
 			fl.stop()
 		}()
 		fl = newFleet(fleetCtx, template.API, e.Lister)
-		mover = &fleetMover{runner: &template, waitReady: e.WaitReady, fleet: fl}
+		mover = &fleetMover{runner: &template, waitReady: e.WaitReady, fleet: fl, fresh: e.FreshTrigger}
 	default:
-		mover = &BindingMover{Runner: &template, WaitReady: e.WaitReady}
+		mover = &BindingMover{Runner: &template, WaitReady: e.WaitReady, FreshTrigger: e.FreshTrigger}
 	}
 	res, err := e.Run(ctx, mover, targets, ledger)
 	e.Last = res
@@ -181,10 +218,11 @@ type finishedMove struct {
 // rows whose trigger was written. The error is the first one no retry can
 // fix; the result is complete in any case: unstarted workloads are pending
 // rows that say why they were not started.
-func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Target, ledger func(*rebalance.Result)) (*Result, error) {
+func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Target, ledger func(*rebalance.Result) error) (*Result, error) {
 	slots := e.slots(targets)
 	maxInFlight := max(e.MaxInFlight, 1)
 	status := Status{Total: len(slots), Pending: len(slots), Started: time.Now()}
+	spent := e.FailuresSpent
 	report := func() {
 		if e.Progress != nil {
 			e.Progress(status)
@@ -193,7 +231,8 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	report()
 
 	var mu sync.Mutex // guards the slots' rows and triggered flags, shared with the ledger
-	ledgerDone := e.startLedger(ctx, &mu, slots, ledger)
+	gone := make(chan string, 1)
+	ledgerDone := e.startLedger(ctx, &mu, slots, ledger, gone)
 
 	runCtx, cancelAll := context.WithCancel(ctx)
 	defer cancelAll()
@@ -236,6 +275,9 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 			status.Stop = reason
 		}
 	}
+	if e.MaxFailures > 0 && spent >= e.MaxFailures {
+		stop(StopFailureBudget, budgetMessage(0, spent, e.MaxFailures))
+	}
 	for {
 		now := time.Now()
 		resting = slices.DeleteFunc(resting, func(until time.Time) bool { return !until.After(now) })
@@ -264,6 +306,9 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 			stop(StopInterrupted, interruptMessage(ctx))
 			report()
 		case <-wake:
+		case why := <-gone:
+			stop(StopLedgerGone, why)
+			report()
 		case f := <-done:
 			status.InFlight--
 			s := slots[f.index]
@@ -284,8 +329,8 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 				stop(StopError, f.err.Error())
 				cancelAll()
 			}
-			if e.MaxFailures > 0 && status.Failed >= e.MaxFailures {
-				stop(StopFailureBudget, fmt.Sprintf("%d workload(s) failed, which reached --max-failures %d; no further workload was started", status.Failed, e.MaxFailures))
+			if e.MaxFailures > 0 && status.Failed+spent >= e.MaxFailures {
+				stop(StopFailureBudget, budgetMessage(status.Failed, spent, e.MaxFailures))
 			}
 			if e.Pause > 0 {
 				resting = append(resting, time.Now().Add(e.Pause))
@@ -407,6 +452,15 @@ func countWritten(rows []rebalance.Row) int {
 	return n
 }
 
+// budgetMessage says that the failure budget is used up, counting the
+// failures of earlier runs of a resumed record.
+func budgetMessage(failed, spent, maxFailures int) string {
+	if spent == 0 {
+		return fmt.Sprintf("%d workload(s) failed, which reached --max-failures %d; no further workload was started", failed, maxFailures)
+	}
+	return fmt.Sprintf("%d workload(s) failed in this run and %d in earlier runs of the record, which reached --max-failures %d; no further workload was started", failed, spent, maxFailures)
+}
+
 // interruptMessage says why ctx ended.
 func interruptMessage(ctx context.Context) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -424,6 +478,8 @@ func notStartedWhy(stop StopReason) string {
 		return "the run was interrupted"
 	case StopError:
 		return "the run stopped on an error"
+	case StopLedgerGone:
+		return "the run's workloadrebalancer was deleted"
 	}
 	return "the run stopped"
 }
@@ -432,7 +488,7 @@ func notStartedWhy(stop StopReason) string {
 // every LedgerInterval, from a goroutine of its own so that a slow status
 // write never holds up the waves. The function returned stops it after one
 // last hand-over of what changed.
-func (e *Engine) startLedger(ctx context.Context, mu *sync.Mutex, slots []*slot, ledger func(*rebalance.Result)) func() {
+func (e *Engine) startLedger(ctx context.Context, mu *sync.Mutex, slots []*slot, ledger func(*rebalance.Result) error, gone chan<- string) func() {
 	if ledger == nil {
 		return func() {}
 	}
@@ -442,21 +498,33 @@ func (e *Engine) startLedger(ctx context.Context, mu *sync.Mutex, slots []*slot,
 	}
 	quit := make(chan struct{})
 	finished := make(chan struct{})
-	handed := 0
+	handed, handedFailed := 0, 0
 	flush := func() {
 		mu.Lock()
 		rows := make([]rebalance.Row, 0, len(slots))
+		failed := 0
 		for _, s := range slots {
 			if s.triggered && s.row.Result != "" {
 				rows = append(rows, s.row)
 			}
+			if s.failed {
+				failed++
+			}
 		}
 		mu.Unlock()
-		if len(rows) == handed {
+		// A failure is handed over too, so that a resumed record knows the
+		// budget already spent.
+		if len(rows) == handed && failed == handedFailed {
 			return
 		}
-		handed = len(rows)
-		ledger(&rebalance.Result{Rows: rows})
+		handed, handedFailed = len(rows), failed
+		var lost *LedgerGoneError
+		if err := ledger(&rebalance.Result{Rows: rows}); errors.As(err, &lost) {
+			select {
+			case gone <- lost.Message:
+			default:
+			}
+		}
 	}
 	go func() {
 		defer close(finished)

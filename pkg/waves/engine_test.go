@@ -182,16 +182,38 @@ func TestLedgerGetsTheWrittenTriggers(t *testing.T) {
 	var mu sync.Mutex
 	var seen int
 	e := &Engine{Options: Options{MaxInFlight: 2, LedgerInterval: time.Millisecond, Pause: 5 * time.Millisecond}}
-	_, err := e.Run(context.Background(), mover, targets(names(5)...), func(r *rebalance.Result) {
+	_, err := e.Run(context.Background(), mover, targets(names(5)...), func(r *rebalance.Result) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, row := range r.Rows {
 			assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
 		}
 		seen = len(r.Rows)
+		return nil
 	})
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, 5, seen)
+}
+
+func TestLedgerGoneStopsStarting(t *testing.T) {
+	mover := &fakeMover{}
+	e := &Engine{Options: Options{MaxInFlight: 1, LedgerInterval: time.Millisecond, Pause: 20 * time.Millisecond}}
+	res, err := e.Run(context.Background(), mover, targets(names(6)...), func(r *rebalance.Result) error {
+		return &LedgerGoneError{Message: "workloadrebalancer x was deleted"}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, StopLedgerGone, res.Stop)
+	assert.Equal(t, "workloadrebalancer x was deleted", res.StopMessage)
+	assert.Greater(t, res.NotStarted, 0)
+}
+
+func TestFailuresSpentCountAgainstTheBudget(t *testing.T) {
+	e := &Engine{Options: Options{MaxInFlight: 1, MaxFailures: 2, FailuresSpent: 2}}
+	res, err := e.Run(context.Background(), &fakeMover{}, targets(names(3)...), nil)
+	require.NoError(t, err)
+	assert.Equal(t, StopFailureBudget, res.Stop)
+	assert.Equal(t, 3, res.NotStarted)
+	assert.Contains(t, res.StopMessage, "2 in earlier runs")
 }

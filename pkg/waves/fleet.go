@@ -367,11 +367,16 @@ type fleetMover struct {
 	runner    *rebalance.Runner
 	waitReady bool
 	fleet     *fleet
+	// fresh selects the workloads triggered at the server's time.
+	fresh func(rebalance.Workload) bool
 }
 
 // Move implements Mover.
 func (m *fleetMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	runner := *m.runner
+	if m.fresh != nil && m.fresh(t.Workload) {
+		runner.TriggerAt = nil
+	}
 	runner.API = m.fleet
 	runner.Wait, runner.Progress, runner.Settle = false, nil, 0
 	runner.Triggered = func(result *rebalance.Result) {

@@ -27,11 +27,17 @@ type BindingMover struct {
 	Runner *rebalance.Runner
 	// WaitReady makes a workload done only once its replicas are ready.
 	WaitReady bool
+	// FreshTrigger, when set, selects the workloads triggered at the
+	// server's time when they start rather than at the runner's TriggerAt.
+	FreshTrigger func(rebalance.Workload) bool
 }
 
 // Move implements Mover.
 func (m *BindingMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	runner := *m.Runner
+	if m.FreshTrigger != nil && m.FreshTrigger(t.Workload) {
+		runner.TriggerAt = nil
+	}
 	runner.Progress = nil
 	// A workload is followed further below; lingering for a second pass of
 	// the scheduler would only hold its slot.

@@ -212,13 +212,13 @@ spec:
 	}
 
 	// kubectl-rebalance-optional: the record commands need its watch and
-	// update on workloadrebalancers. Its delete and status update race
+	// patch on workloadrebalancers. Its delete and status patch race
 	// Karmada's controller, which deletes expired records and writes
 	// statuses too: a run fails without them only when it gets there first
 	// (a re-applied manifest, with nothing to wait for, usually writes its
 	// status first). The rest only changes how the commands work.
-	needed := map[string]bool{"watch workloadrebalancers": true, "update workloadrebalancers": true}
-	racesController := map[string]bool{"delete workloadrebalancers": true, "update workloadrebalancers/status": true}
+	needed := map[string]bool{"watch workloadrebalancers": true, "patch workloadrebalancers": true}
+	racesController := map[string]bool{"delete workloadrebalancers": true, "patch workloadrebalancers/status": true}
 	for i, rule := range optional.Rules {
 		for _, verb := range rule.Verbs {
 			label := fmt.Sprintf("%s %s", verb, strings.Join(rule.Resources, ","))

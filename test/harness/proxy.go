@@ -144,14 +144,33 @@ func memberForwarder(m *Member) (http.Handler, error) {
 
 // RequestSet is a set of requests, safe for concurrent use.
 type RequestSet struct {
-	mu   sync.Mutex
-	seen map[string]bool
+	mu    sync.Mutex
+	seen  map[string]bool
+	times map[string]int
 }
 
 func (s *RequestSet) add(request string) {
 	s.mu.Lock()
 	s.seen[request] = true
+	if s.times == nil {
+		s.times = map[string]int{}
+	}
+	s.times[request]++
 	s.mu.Unlock()
+}
+
+// Count returns how many requests were seen whose "VERB path" contains
+// part.
+func (s *RequestSet) Count(part string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for request, times := range s.times {
+		if strings.Contains(request, part) {
+			n += times
+		}
+	}
+	return n
 }
 
 // List returns the requests seen, sorted.

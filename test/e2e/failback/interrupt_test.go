@@ -156,8 +156,9 @@ func TestFailbackResumeAfterKill(t *testing.T) {
 	before := triggers.triggers("a-stuck-deployment")[0]
 
 	second := startProcess(t, cp, binary, "resume-2", append(flags, "--metrics-bind-address", "127.0.0.1:0")...)
+	// Finished: every workload listed (the ttl is set then) and recorded.
 	rec = rt.WaitRebalancer(ctx, t, c, rec.Name, 3*time.Minute, func(rb *appsv1alpha1.WorkloadRebalancer) bool {
-		return rb != nil && rb.Status.FinishTime != nil
+		return rb != nil && rb.Status.FinishTime != nil && rb.Spec.TTLSecondsAfterFinished != nil
 	})
 	resumed := second.lastLogged(t, "resuming an unfinished failback")
 	assert.Equal(t, rec.Name, resumed["record"])

@@ -1,18 +1,14 @@
 // Package failback proves kubectl rebalance failback on a real Karmada
-// control plane with two member clusters whose kwok nodes run the pods: the
+// control plane whose kwok nodes run the pods: the
 // seed tutorial's failover (member1 tainted NoExecute) and recovery, with
 // the workloads back on member1 after the stabilization window and no
 // command run; a cluster that flaps during its window; and a failure budget
 // spent on a workload that never gets ready.
 //
-// Known gap (docs/testing.md): this suite still runs two Push members and
-// every Karmada controller but the workloadRebalancer one, because on the
-// default environment Karmada's workloadRebalancer controller triggers every
-// workload of a failback record at once, so its waves, readiness gate and
-// failure budget do nothing (issue 27, the same defect as
-// TestKnownGapWavesWithWorkloadRebalancerController in test/e2e). The seed
-// story itself runs on the default environment in test/e2e/estimator
-// (TestFailbackSeedStoryWithEstimators).
+// It runs on the default environment: three members (member3 Pull), an
+// estimator per member and every Karmada controller on, Karmada's
+// workloadRebalancer controller included, which a failback's waved record
+// leaves nothing to trigger (docs/waves.md, "The record over time").
 package failback
 
 import (
@@ -23,9 +19,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunTests(m, harness.Options{
-		Members:            2,
-		Progress:           os.Stderr,
-		KarmadaControllers: "*,-workloadRebalancer",
-	}))
+	os.Exit(harness.RunTests(m, harness.Options{Members: 3, Progress: os.Stderr}))
 }

@@ -1,14 +1,9 @@
 // Package waves proves waved runs of kubectl rebalance (--max-in-flight,
 // readiness gates, --progress-deadline, --max-failures, abort and resume)
-// on a real Karmada control plane with two member clusters whose kwok nodes
-// run the pods.
-//
-// Known gap (docs/testing.md): karmada-controller-manager runs every
-// controller but the workloadRebalancer one, because on the default
-// environment Karmada's workloadRebalancer controller triggers every workload
-// of a waved run's record at once and the waves pace nothing (issue 27).
-// TestKnownGapWavesWithWorkloadRebalancerController in test/e2e shows the
-// symptom on the default environment; issue 27 moves this suite to it.
+// on the default environment: three members (member3 Pull), an estimator
+// per member and every Karmada controller on, Karmada's workloadRebalancer
+// controller included, which a recorded waved run leaves nothing to trigger
+// (docs/waves.md, "The record over time").
 package waves
 
 import (
@@ -19,5 +14,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(harness.RunTests(m, harness.Options{Members: 2, Progress: os.Stderr, KarmadaControllers: "*,-workloadRebalancer"}))
+	os.Exit(harness.RunTests(m, harness.Options{Members: 3, Progress: os.Stderr}))
 }
