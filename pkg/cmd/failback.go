@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,9 +12,11 @@ import (
 	"sync"
 	"time"
 
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -422,16 +425,19 @@ type failbackRunner struct {
 }
 
 // targets names the workloads of a failback: the kinds, namespace and
-// selector of the daemon, or, resumed, the workloads its record lists
-// (those it already holds a result for are not triggered again).
-func (r *failbackRunner) targets(req failback.Request, streams genericiooptions.IOStreams) (*targetOptions, error) {
+// selector of the daemon, or, resumed, the workloads its record planned
+// (failback.PlannedAnnotation; those the record lists already are not
+// triggered again), or, on a record without that list, the workloads it
+// lists. The second result is the manifest file of the planned workloads,
+// to remove once they are resolved ("" when there is none).
+func (r *failbackRunner) targets(ctx context.Context, req failback.Request, streams genericiooptions.IOStreams) (*targetOptions, string, error) {
 	o := r.o
 	t := newTargetOptions(streams)
 	// The daemon's kubeconfig flags, as if given to kubectl rebalance.
 	flags := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
 	t.ConfigFlags.AddFlags(flags)
 	if err := flags.Parse(o.configArgs); err != nil {
-		return nil, fmt.Errorf("cannot use the kubeconfig flags %q: %w", o.configArgs, err)
+		return nil, "", fmt.Errorf("cannot use the kubeconfig flags %q: %w", o.configArgs, err)
 	}
 	t.factory = cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(t.ConfigFlags))
 	t.QPS, t.Burst = o.QPS, o.Burst
@@ -439,15 +445,62 @@ func (r *failbackRunner) targets(req failback.Request, streams genericiooptions.
 	t.estimatorOptions = o.estimatorOptions
 	t.Namespace = o.namespace
 	if req.Resume {
+		if file, ok := r.plannedManifest(ctx, req.Name); ok {
+			t.Filenames = []string{file}
+			return t, file, nil
+		}
 		t.Args = []string{"workloadrebalancer/" + req.Name}
-		return t, nil
+		return t, "", nil
 	}
 	t.Args = []string{strings.Join(o.Kinds, ",")}
 	t.AllNamespaces = o.AllNamespaces
 	t.LabelSelector = o.LabelSelector
 	t.All = o.LabelSelector == ""
 	t.skip = func(annotations map[string]string) bool { return annotations[failback.SkipAnnotation] == "true" }
-	return t, nil
+	return t, "", nil
+}
+
+// plannedManifest writes the workloads the record name planned as a
+// WorkloadRebalancer manifest in a temporary file, which resolves them as
+// `kubectl rebalance -f` does. false: the record cannot be read or plans
+// nothing it does not list.
+func (r *failbackRunner) plannedManifest(ctx context.Context, name string) (string, bool) {
+	if r.o.restConfig == nil {
+		return "", false
+	}
+	karmada, err := karmadaclient.NewForConfig(r.o.restConfig)
+	if err != nil {
+		return "", false
+	}
+	rb, err := karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		r.log.Warn("cannot read the failback record; resuming the workloads it lists", "record", name, "err", err)
+		return "", false
+	}
+	planned, ok := failback.Planned(rb)
+	if !ok {
+		return "", false
+	}
+	manifest := &appsv1alpha1.WorkloadRebalancer{
+		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: appsv1alpha1.ResourceKindWorkloadRebalancer},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       appsv1alpha1.WorkloadRebalancerSpec{Workloads: planned},
+	}
+	data, err := json.Marshal(manifest)
+	if err != nil {
+		return "", false
+	}
+	f, err := os.CreateTemp("", "failback-planned-*.json")
+	if err != nil {
+		r.log.Warn("cannot write the planned workloads of the failback record; resuming the workloads it lists", "record", name, "err", err)
+		return "", false
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		_ = os.Remove(f.Name())
+		return "", false
+	}
+	return f.Name(), true
 }
 
 // request is the run of a failback: the daemon's waves, recorded under the
@@ -469,8 +522,15 @@ func (r *failbackRunner) request(req failback.Request, resolved *rebalance.Resol
 	}
 	ttl := o.TTL
 	out.Record = run.Recording{TTL: &ttl, Labels: failback.RecordLabels(req.Cluster, req.Key)}
-	if !req.Resume {
+	if len(resolved.Rebalancers) == 0 {
 		out.Record.Name = req.Name
+	}
+	if !req.Resume {
+		planned, err := failback.PlannedAnnotations(rebalance.DistinctWorkloads(resolved.Targets))
+		if err != nil {
+			r.log.Warn("the failback record will not list its workloads up front; resumed after a restart, it finishes only those it lists", "record", req.Name, "err", err)
+		}
+		out.Record.Annotations = planned
 	}
 	out.Waves = &run.Waves{Options: waves.Options{
 		MaxInFlight:      o.MaxInFlight,
@@ -504,15 +564,24 @@ func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*f
 // as its rows.
 func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, out *logLines, report *failback.Report) (bool, error) {
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
-	t, err := r.targets(req, streams)
+	t, planned, err := r.targets(ctx, req, streams)
 	if err != nil {
 		return false, err
+	}
+	if planned != "" {
+		defer os.Remove(planned)
 	}
 	r.log.Debug("rebalancing", "cluster", req.Cluster, "record", req.Name, "workloads", t.Args, "resume", req.Resume)
 	t.deadline = time.Now().Add(t.Timeout)
 	mapper, resolved, err := t.startup(ctx)
 	if err != nil {
 		return false, failbackError(err)
+	}
+	if planned != "" {
+		// The planned workloads are a selection resumed under the record's
+		// name, not a manifest to apply: the record keeps growing as they
+		// start, and those it lists are not triggered again.
+		resolved.Rebalancers = nil
 	}
 	if !req.Resume {
 		if !req.All {

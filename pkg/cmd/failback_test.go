@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -61,8 +64,9 @@ func TestFailbackRunRequest(t *testing.T) {
 	web := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
 	resolved := &rebalance.Resolved{Targets: []rebalance.Target{web}}
 
-	targets, err := r.targets(fresh, genericiooptions.NewTestIOStreamsDiscard())
+	targets, planned, err := r.targets(context.Background(), fresh, genericiooptions.NewTestIOStreamsDiscard())
 	require.NoError(t, err)
+	assert.Empty(t, planned)
 	assert.Equal(t, []string{"deployments.apps"}, targets.Args, "StatefulSets are opt-in")
 	assert.True(t, targets.AllNamespaces)
 	assert.Equal(t, "tier=web", targets.LabelSelector)
@@ -77,17 +81,23 @@ func TestFailbackRunRequest(t *testing.T) {
 	ttl := int32(86400)
 	assert.Equal(t, run.Request{
 		Targets: resolved.Targets, DryRun: rebalance.DryRunNone, Wait: true, Workers: 60, Timeout: defaultTimeout,
-		Record: run.Recording{Name: name, TTL: &ttl, Labels: failback.RecordLabels("member1", "0a1b2c3d")},
-		Waves:  &run.Waves{Options: waves.Options{MaxInFlight: 10, WaitReady: true, ProgressDeadline: time.Minute, MaxFailures: 2}},
+		Record: run.Recording{Name: name, TTL: &ttl, Labels: failback.RecordLabels("member1", "0a1b2c3d"),
+			Annotations: map[string]string{failback.PlannedAnnotation: `[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","namespace":"shop"}]`}},
+		Waves: &run.Waves{Options: waves.Options{MaxInFlight: 10, WaitReady: true, ProgressDeadline: time.Minute, MaxFailures: 2}},
 	}, r.request(fresh, resolved))
 
 	resume := fresh
 	resume.Resume = true
-	targets, err = r.targets(resume, genericiooptions.NewTestIOStreamsDiscard())
+	targets, planned, err = r.targets(context.Background(), resume, genericiooptions.NewTestIOStreamsDiscard())
 	require.NoError(t, err)
+	assert.Empty(t, planned, "no record to read the planned workloads of")
 	assert.Equal(t, []string{"workloadrebalancer/" + name}, targets.Args)
 	assert.Nil(t, targets.skip, "the record lists its workloads")
-	assert.Empty(t, r.request(resume, resolved).Record.Name, "the record's own name comes with it")
+	fromRecord := &rebalance.Resolved{Targets: resolved.Targets, Rebalancers: []*appsv1alpha1.WorkloadRebalancer{{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
+	assert.Empty(t, r.request(resume, fromRecord).Record.Name, "the record's own name comes with it")
+	resumed := r.request(resume, resolved)
+	assert.Equal(t, name, resumed.Record.Name, "the planned workloads resume under the record's name")
+	assert.Nil(t, resumed.Record.Annotations, "the record keeps the list it has")
 
 	o.DryRun = true
 	dry := r.request(fresh, resolved)

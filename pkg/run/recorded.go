@@ -89,7 +89,7 @@ func (o Request) recordPlan() (*recordPlan, error) {
 	}
 	return &recordPlan{
 		desired: &appsv1alpha1.WorkloadRebalancer{
-			ObjectMeta: metav1.ObjectMeta{Name: o.Record.Name, Labels: cloneLabels(o.Record.Labels)},
+			ObjectMeta: metav1.ObjectMeta{Name: o.Record.Name, Labels: cloneLabels(o.Record.Labels), Annotations: cloneLabels(o.Record.Annotations)},
 			Spec: appsv1alpha1.WorkloadRebalancerSpec{
 				Workloads:               rebalance.DistinctWorkloads(o.Targets),
 				TTLSecondsAfterFinished: o.Record.TTL,

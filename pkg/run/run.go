@@ -78,6 +78,10 @@ type Recording struct {
 	ServerSide bool
 	// Labels go on a WorkloadRebalancer the run creates for a selection.
 	Labels map[string]string
+	// Annotations go on it too (the failback daemon lists there the
+	// workloads of a failback, which a waved record only lists as they
+	// start).
+	Annotations map[string]string
 }
 
 func (r Recording) asked() bool {
