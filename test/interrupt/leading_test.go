@@ -74,8 +74,11 @@ func (a *leasingAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		if r.URL.Query().Get("sendInitialEvents") == "true" {
+			// The bookmark is of the watched kind: an informer refuses
+			// another (the failback daemon follows bindings too).
+			apiVersion, kind := watchedKind(r.URL.Path)
 			_ = json.NewEncoder(w).Encode(map[string]any{"type": "BOOKMARK", "object": map[string]any{
-				"kind": "Cluster", "apiVersion": "cluster.karmada.io/v1alpha1",
+				"kind": kind, "apiVersion": apiVersion,
 				"metadata": map[string]any{"resourceVersion": "1", "annotations": map[string]any{"k8s.io/initial-events-end": "true"}}}})
 		}
 		w.(http.Flusher).Flush()
@@ -95,6 +98,20 @@ func (a *leasingAPI) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		answer(w, http.StatusNotFound, notFound(r.URL.Path))
 	}
+}
+
+// watchedKind is the apiVersion and kind of the objects a watch of path
+// streams.
+func watchedKind(path string) (string, string) {
+	switch {
+	case strings.HasSuffix(path, "/resourcebindings"):
+		return "work.karmada.io/v1alpha2", "ResourceBinding"
+	case strings.HasSuffix(path, "/clusterresourcebindings"):
+		return "work.karmada.io/v1alpha2", "ClusterResourceBinding"
+	case strings.HasSuffix(path, "/workloadrebalancers"):
+		return "apps.karmada.io/v1alpha1", "WorkloadRebalancer"
+	}
+	return "cluster.karmada.io/v1alpha1", "Cluster"
 }
 
 // hold takes the connection from net/http and never answers on it.
