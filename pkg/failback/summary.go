@@ -47,6 +47,13 @@ type clusterEvent struct{ eventType, reason, message string }
 func summarize(req Request, report *Report, err error, aborted string) summary {
 	s := summary{req: req, isDryRun: report.DryRun}
 	s.countRows(report)
+	if !req.Resume && aborted != "" {
+		// A failback cut short before it resumed anything: a workload
+		// triggered without this run's time is its record's first, which
+		// Karmada's controller triggered at the record's creation
+		// (docs/waves.md), still in flight when the run stopped.
+		s.pending, s.earlier = s.pending+s.earlier, 0
+	}
 	s.result = failbackResult(report, err, aborted, s.failed, s.pending)
 	s.attrs = []any{"result", s.result, "workloads", len(report.Rows), "done", s.done, "failed", s.failed, "pending", s.pending}
 	before := ""

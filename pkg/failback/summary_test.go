@@ -57,6 +57,8 @@ func TestSummarize(t *testing.T) {
 			event: &clusterEvent{corev1.EventTypeWarning, ReasonFinished, "Failback to cluster member1 finished: 0 workload(s) done, 1 failed; 1 workload(s) failed (--max-failures 1); see workloadrebalancer failback-member1-k"}},
 		{name: "aborted", report: Report{Rows: []rebalance.Row{done, pending}}, aborted: "cluster member1 failed again", result: ResultStopped, counts: [4]int{1, 0, 1, 0}, level: slog.LevelWarn, events: 1,
 			event: &clusterEvent{corev1.EventTypeWarning, ReasonStopped, "Failback to cluster member1 stopped: cluster member1 failed again; 1 workload(s) done, 0 failed, 1 pending in workloadrebalancer failback-member1-k"}},
+		{name: "cut short before resuming anything", report: Report{Rows: []rebalance.Row{earlier, pending}}, aborted: "the daemon is stopping", result: ResultStopped, counts: [4]int{0, 0, 2, 0}, level: slog.LevelWarn, events: 0,
+			event: &clusterEvent{corev1.EventTypeWarning, ReasonStopped, "Failback to cluster member1 stopped: the daemon is stopping; 0 workload(s) done, 0 failed, 2 pending in workloadrebalancer failback-member1-k"}},
 		{name: "error", err: errors.New("forbidden"), result: ResultError, level: slog.LevelError,
 			event: &clusterEvent{corev1.EventTypeWarning, ReasonStopped, "Failback to cluster member1 stopped on an error: forbidden"}},
 		{name: "dry run", report: Report{Rows: []rebalance.Row{done}, DryRun: true}, result: ResultDryRun, counts: [4]int{1, 0, 0, 0}},
