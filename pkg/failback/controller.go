@@ -237,6 +237,11 @@ func (c *Controller) Run(ctx context.Context, le *daemon.LeaderElection, health 
 	if _, err := c.client.ClusterV1alpha1().Clusters().List(ctx, listOne); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("cannot list clusters.cluster.karmada.io, check the Karmada kubeconfig and the RBAC of the failback daemon (list and watch clusters): %w", err)
 	}
+	// The bindings tell which workloads a failure displaced; without them
+	// the daemon would wait for their informer for ever.
+	if _, err := c.client.WorkV1alpha2().ResourceBindings(c.opts.Namespace).List(ctx, listOne); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("cannot list resourcebindings.work.karmada.io%s, check the RBAC of the failback daemon (list and watch resourcebindings): %w", namespaceText(c.opts.Namespace), err)
+	}
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopInformers()
 	// The clusters first: a binding's change is judged by its cluster's
@@ -764,3 +769,11 @@ func rowProblem(row rebalance.Row) string {
 
 // listOne is the cheapest list: one item, to check access.
 var listOne = metav1.ListOptions{Limit: 1}
+
+// namespaceText names the namespace the daemon follows, for messages.
+func namespaceText(ns string) string {
+	if ns == "" {
+		return " in all namespaces"
+	}
+	return " in namespace " + ns
+}
