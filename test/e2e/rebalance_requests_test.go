@@ -44,7 +44,9 @@ func TestRebalanceRequestCount(t *testing.T) {
 	run := func(args ...string) map[string]int {
 		t.Helper()
 		before := proxy.Counter.Counts()
-		res := rebalanceCmd(t, cp, append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", cache}, args...)...)
+		// The one-write move (make-before-break reads each workload's
+		// binding and members to predict and stage it: docs/make-before-break.md).
+		res := rebalanceCmd(t, cp, append([]string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", cache, "--max-unavailable=100%"}, args...)...)
 		require.Equal(t, cmd.ExitOK, res.code)
 		after := proxy.Counter.Counts()
 		spent := maps.Clone(after)
