@@ -17,10 +17,10 @@ func (r Request) moved() bool {
 }
 
 // runMoved moves every distinct target with req.Mover, at most Workers at
-// a time, and gathers the rows as a batch run would. Each binding is read
-// through notes first, so that what the run does to a workload of a later
-// clusterAffinities group is said as for a one-write move.
-func runMoved(ctx context.Context, req Request, notes *affinityNotes) (*rebalance.Result, error) {
+// a time, and gathers the rows as a batch run would. The mover reads the
+// bindings itself: the clusterAffinities notes of a one-write run are not
+// made here (a known gap, docs/make-before-break.md).
+func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
 	workloads := rebalance.DistinctWorkloads(req.Targets)
 	targets := make(map[rebalance.Workload]rebalance.Target, len(workloads))
 	for _, t := range req.Targets {
@@ -50,11 +50,6 @@ func runMoved(ctx context.Context, req Request, notes *affinityNotes) (*rebalanc
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			if notes != nil {
-				// Only for the note: the mover reads the binding itself,
-				// and says what is wrong with it on its row.
-				_, _ = notes.Get(ctx, w.Namespace, rebalance.BindingNameFor(w))
-			}
 			row, err := req.Mover.Move(ctx, targets[w], func(rebalance.Row) {})
 			mu.Lock()
 			defer mu.Unlock()

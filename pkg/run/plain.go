@@ -28,7 +28,7 @@ func (e *Engine) runPlain(ctx context.Context, req Request) (*Result, error) {
 	)
 	switch {
 	case req.moved():
-		res, runErr = runMoved(runCtx, req, notes)
+		res, runErr = runMoved(runCtx, req)
 	case req.waved():
 		engine := e.waveEngine(req)
 		res, runErr = engine.Execute(runCtx, runner, req.Targets)

@@ -111,7 +111,9 @@ func TestAffinityGroupOnRebalance(t *testing.T) {
 	restarts := info.RescheduleRestartsAffinityGroups()
 	require.True(t, restarts.Known, "Karmada %s detected as %s", cp.Versions.Karmada, info.Range())
 
-	res := rebalanceCmd(t, cp, "deploy/"+name, "-n", ns)
+	// The one-write move: a make-before-break move does not say this yet
+	// (docs/make-before-break.md, limits).
+	res := rebalanceCmd(t, cp, "deploy/"+name, "-n", ns, "--max-unavailable=100%")
 	require.Equal(t, cmd.ExitOK, res.code)
 	warning := fmt.Sprintf(`warning: binding %s/%s was placed by its clusterAffinities group "backup", not the first group "primary": this control plane runs Karmada %s (%s), which `,
 		ns, binding, info.Range(), info.Evidence)
