@@ -86,7 +86,7 @@ func TestRecordForbidden(t *testing.T) {
 	grantBindings(ctx, t, c, ns, "no-create", "no-status", "no-delete")
 	grantRebalancers(ctx, t, c, "no-create", "get", "list", "watch")
 	grantRebalancers(ctx, t, c, "no-status", "get", "list", "watch", "create")
-	grantRebalancers(ctx, t, c, "no-delete", "get", "list", "watch", "create", "update", "status")
+	grantRebalancers(ctx, t, c, "no-delete", "get", "list", "watch", "create", "patch", "status")
 
 	t.Run("create", func(t *testing.T) {
 		before := rt.Binding(ctx, t, c, ns, "web-deployment")
@@ -103,7 +103,7 @@ func TestRecordForbidden(t *testing.T) {
 		rt.DeleteRebalancerAfter(t, c, name)
 		res := rt.Rebalance(t, cp, "deploy/web", "-n", ns, "--name", name, "--as", "no-status")
 		assert.Equal(t, cmd.ExitError, res.Code)
-		assert.Regexp(t, `(?m)^error: not allowed to update workloadrebalancers.apps.karmada.io/status with context "karmada-apiserver": .*; ask an administrator of the Karmada control plane to grant "update" on workloadrebalancers.apps.karmada.io/status; `+
+		assert.Regexp(t, `(?m)^error: not allowed to patch workloadrebalancers.apps.karmada.io/status with context "karmada-apiserver": .*; ask an administrator of the Karmada control plane to grant "patch" on workloadrebalancers.apps.karmada.io/status; `+
 			`workloadrebalancer rec-no-status exists but its status could not be written \(the bindings' triggers that were written stay\): once that is allowed, run .kubectl rebalance workloadrebalancer/rec-no-status. to record the results \(nothing is triggered twice\)\n$`, res.Stderr)
 		rb := rt.Rebalancer(ctx, t, c, name)
 		require.NotNil(t, rb)
@@ -157,7 +157,8 @@ func grantBindings(ctx context.Context, t *testing.T, c *fixtures.Clients, ns st
 }
 
 // grantRebalancers gives user the verbs on WorkloadRebalancers; "status"
-// stands for update on the status subresource.
+// stands for patch on the status subresource (records are written by
+// patches).
 func grantRebalancers(ctx context.Context, t *testing.T, c *fixtures.Clients, user string, verbs ...string) {
 	t.Helper()
 	name := "rec-" + user
@@ -165,7 +166,7 @@ func grantRebalancers(ctx context.Context, t *testing.T, c *fixtures.Clients, us
 	rules := []rbacv1.PolicyRule{}
 	for _, v := range verbs {
 		if v == "status" {
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{appsv1alpha1.GroupName}, Resources: []string{"workloadrebalancers/status"}, Verbs: []string{"update"}})
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{appsv1alpha1.GroupName}, Resources: []string{"workloadrebalancers/status"}, Verbs: []string{"patch"}})
 			continue
 		}
 		plain = append(plain, v)
