@@ -1,6 +1,7 @@
 package handover
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -116,15 +117,7 @@ func (p placement) clusters() []workv1alpha2.TargetCluster {
 			out = append(out, workv1alpha2.TargetCluster{Name: n, Replicas: r})
 		}
 	}
-	slices.SortFunc(out, func(a, b workv1alpha2.TargetCluster) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b workv1alpha2.TargetCluster) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -217,15 +218,7 @@ func ByCluster(predictions []Prediction) []ClusterChange {
 	for _, c := range sums {
 		out = append(out, *c)
 	}
-	slices.SortFunc(out, func(a, b ClusterChange) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ClusterChange) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
