@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -48,6 +49,9 @@ func (e endpoint) explain(err error) error {
 	var request *rebalance.RequestError
 	failed := e.guard.lastFailed()
 	switch {
+	case errors.Is(err, daemon.ErrShutdownBudget):
+		// Said by the step that was cut, which knows what it left undone.
+		return fmt.Errorf("%w (API server %s, context %q)", err, e.server, e.context)
 	case apierrors.IsForbidden(err) && errors.As(err, &request):
 		where := ""
 		if request.Namespace != "" {

@@ -115,8 +115,10 @@ func (g *requestGuard) lastSeen() *failedRequest {
 	return g.seen
 }
 
-// wrapConfig adds the guard to config's transport.
+// wrapConfig adds the guard to config's transport and its rate limiter
+// (stopAwareLimiter).
 func (g *requestGuard) wrapConfig(config *rest.Config) *rest.Config {
+	g.limitConfig(config)
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &guardedTransport{guard: g, next: rt} })
 	return config
 }
@@ -127,6 +129,7 @@ func (g *requestGuard) wrapConfig(config *rest.Config) *rest.Config {
 // guard still notes what went wrong; the run's end does not cut them, the
 // end of its shutdown budget does.
 func (g *requestGuard) wrapConfigOutlivingRun(config *rest.Config) *rest.Config {
+	g.limitConfig(config)
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &guardedTransport{guard: g, next: rt, outlivesRun: true}
 	})

@@ -11,6 +11,7 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	appsclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/typed/apps/v1alpha1"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -427,6 +428,9 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 				err = markErr
 			}
 		}
+		if err != nil && ctx.Err() != nil {
+			err = cutByShutdown(ctx, rb.Name, err)
+		}
 		if written != nil {
 			pass.Rebalancer = written
 			pass.Rows = RowsFromStatus(written, ran)
@@ -696,6 +700,17 @@ func (r *Recorder) notify(message string) {
 	if r.Notify != nil {
 		r.Notify(message)
 	}
+}
+
+// cutByShutdown says so when the last status write after a stop request
+// failed because the shutdown budget ran out: client-go's error only says
+// "context canceled", which reads like a server that cannot be reached.
+func cutByShutdown(ctx context.Context, name string, err error) error {
+	if !errors.Is(context.Cause(daemon.Shutdown(ctx)), daemon.ErrShutdownBudget) {
+		return err
+	}
+	return fmt.Errorf("the status of workloadrebalancer %s could not be written before %w, so it may not list every trigger written; "+
+		"run the same command again to bring it up to date (it finds the triggers already written and writes none twice): %v", name, daemon.ErrShutdownBudget, err)
 }
 
 func (r *Recorder) statusTimeout() time.Duration {

@@ -1,10 +1,13 @@
 package record
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,4 +120,17 @@ func TestExpiresAtAfterEdit(t *testing.T) {
 	expires, ok := ExpiresAt(rb)
 	assert.True(t, ok)
 	assert.Equal(t, serverNow.Add(5*time.Second), expires)
+}
+
+func TestCutByShutdown(t *testing.T) {
+	parent, stop := context.WithCancel(context.Background())
+	ctx := daemon.WithShutdown(parent)
+	cut := errors.New("patch workloadrebalancer r: context canceled")
+	stop()
+	assert.Same(t, cut, cutByShutdown(ctx, "r", cut), "within the budget the error is the write's own")
+	time.Sleep(daemon.ShutdownBudget + 200*time.Millisecond)
+	err := cutByShutdown(ctx, "r", cut)
+	assert.ErrorIs(t, err, daemon.ErrShutdownBudget)
+	assert.Contains(t, err.Error(), "the status of workloadrebalancer r could not be written before the shutdown budget")
+	assert.Contains(t, err.Error(), "run the same command again")
 }

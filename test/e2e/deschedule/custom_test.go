@@ -115,6 +115,31 @@ func (e *env) installWidgets() {
 			return err == nil, fmt.Sprint(err)
 		})
 	}
+	// Karmada schedules a Widget only to members whose status lists the
+	// kind (status.apiEnablements, refreshed by the cluster status
+	// controller every few seconds); a Widget created before that fails
+	// its first scheduling with "did not have the API resource" and
+	// karmada-scheduler parks it, as it would for an operator who did not
+	// wait either.
+	for _, m := range e.CP.Members {
+		e.Eventually("karmada sees widgets in "+m.Name, func() (bool, string) {
+			cluster, err := e.C.Karmada.ClusterV1alpha1().Clusters().Get(e.Ctx, m.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, enabled := range cluster.Status.APIEnablements {
+				if enabled.GroupVersion != widgetGVK.GroupVersion().String() {
+					continue
+				}
+				for _, r := range enabled.Resources {
+					if r.Kind == widgetGVK.Kind {
+						return true, "listed"
+					}
+				}
+			}
+			return false, "not in status.apiEnablements yet"
+		})
+	}
 	interpreter := widgetInterpreter.DeepCopy()
 	if _, err := e.C.Karmada.ConfigV1alpha1().ResourceInterpreterCustomizations().Create(e.Ctx, interpreter, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		require.NoError(e.T, err)

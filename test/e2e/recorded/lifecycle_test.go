@@ -150,12 +150,6 @@ func TestRecordInterruptedTTLWait(t *testing.T) {
 // the triggers written and leaves the rest pending, the command exits 3, and
 // a later run triggers only the rest.
 func TestRecordInterruptedTriggerPhase(t *testing.T) {
-	// Known gap (issue 30, left open): since the one-second shutdown budget,
-	// the last status write after Ctrl-C is cut when the client's rate
-	// limiter holds it longer than the budget - as this test's --qps 1 does -
-	// and the command exits 1 with "cannot reach the API server ... context
-	// canceled" instead of recording the triggers written and exiting 3.
-	t.Skip("issue 30: the shutdown budget cuts the last status write held by --qps 1")
 	cp := harness.Require(t)
 	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "rec-midway", "rec-midway"
