@@ -238,3 +238,12 @@ func undoPatch(resourceVersion string, l *ledger) ([]byte, error) {
 		},
 	})
 }
+
+// letGoPatch lifts the suspension and drops the ledger, and leaves
+// spec.clusters as someone else wrote it during the move.
+func letGoPatch(resourceVersion string, l *ledger) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": patchMeta{ResourceVersion: resourceVersion, Annotations: map[string]*string{LedgerAnnotation: nil}},
+		"spec":     map[string]any{"suspension": liftSuspension(l)},
+	})
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -174,6 +176,9 @@ type handover struct {
 	floor    int32     // the ready replicas the move keeps
 	ledger   ledger
 	steps    int
+	// staged is the placement the move last wrote; a binding whose
+	// spec.clusters differs was changed by someone else (PlacementChanged).
+	staged placement
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -225,6 +230,7 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row rebalance.Row, err error) {
 	row = h.m.row(h.t, h.b)
 	released := false
+	var changed *PlacementChanged
 	defer func() {
 		if released {
 			return
@@ -232,10 +238,18 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
 		defer cancel()
 		cur, uerr := h.api.get(undoCtx, h.ns, h.name)
-		if uerr == nil {
+		what := "the staged replicas were removed and the binding's scheduling resumed; nothing moved"
+		if changed != nil {
+			// Putting the original placement back would undo Karmada's
+			// decision too (an eviction from a failing cluster): only
+			// the suspension and the ledger are ours to take back.
+			what = "the binding was left as Karmada placed it, its scheduling resumed, and no trigger was written; run the command again once the clusters are healthy"
+			if uerr == nil {
+				_, uerr = letGo(undoCtx, h.api, cur)
+			}
+		} else if uerr == nil {
 			_, uerr = h.m.undo(undoCtx, h.api, cur)
 		}
-		what := "the staged replicas were removed and the binding's scheduling resumed; nothing moved"
 		if uerr != nil {
 			what = fmt.Sprintf("undoing it failed (%v): the binding stays suspended with annotation %s until the next run of this command puts it back", uerr, LedgerAnnotation)
 		}
@@ -253,11 +267,13 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 				return h.m.oneWrite(ctx, h.t, triggered, err.Error())
 			}
 		}
+		errors.As(err, &changed)
 		row.Message = h.stopMessage(ctx, err)
 		return row, nil
 	}
 	at, err := h.release(ctx)
 	if err != nil {
+		errors.As(err, &changed)
 		row.Message = h.stopMessage(ctx, err)
 		return row, nil
 	}
@@ -278,7 +294,10 @@ func (h *handover) undoTimeout() time.Duration {
 }
 
 func (h *handover) stopMessage(ctx context.Context, err error) string {
-	if ctx.Err() != nil {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "the gained replicas were not ready before the deadline (--timeout)"
+	case ctx.Err() != nil:
 		return "interrupted while the gained replicas were starting"
 	}
 	return err.Error()
@@ -334,12 +353,16 @@ func (h *handover) place(ctx context.Context, p placement, first bool) error {
 		if l, _ := readLedger(b); l == nil || !b.Spec.SchedulingSuspended() {
 			return nil, fmt.Errorf("someone else lifted the suspension of %s during the move", rebalance.BindingRef(h.t.Workload))
 		}
+		if err := h.unchanged(b); err != nil {
+			return nil, err
+		}
 		return placePatch(b.ResourceVersion, staged)
 	})
 	if err != nil {
 		return err
 	}
 	h.b = written
+	h.staged = toPlacement(written.Spec.Clusters)
 	if first && !written.Spec.SchedulingSuspended() {
 		return ErrNoSuspension
 	}
@@ -354,7 +377,11 @@ var ErrNoSuspension = errors.New("the API server dropped spec.suspension.schedul
 // replicas left would be at least the floor.
 func (h *handover) waitSafe(ctx context.Context, after placement, row *rebalance.Row) error {
 	var last int32
+	var changed error
 	b, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
+		if changed = h.unchanged(b); changed != nil {
+			return true
+		}
 		last = readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), after)
 		return last >= h.floor
 	})
@@ -363,6 +390,9 @@ func (h *handover) waitSafe(ctx context.Context, after placement, row *rebalance
 			return ctx.Err()
 		}
 		return fmt.Errorf("following %s: %w", rebalance.BindingRef(h.t.Workload), err)
+	}
+	if changed != nil {
+		return changed
 	}
 	h.b = b
 	row.Message = fmt.Sprintf("%d ready of the %d kept", last, h.floor)
@@ -377,6 +407,9 @@ func (h *handover) release(ctx context.Context) (metav1.Time, error) {
 		l, _ := readLedger(b)
 		if l == nil || !b.Spec.SchedulingSuspended() {
 			return nil, fmt.Errorf("someone else lifted the suspension of %s during the move", rebalance.BindingRef(h.t.Workload))
+		}
+		if err := h.unchanged(b); err != nil {
+			return nil, err
 		}
 		last := time.Time{}
 		if b.Status.LastScheduledTime != nil {
@@ -432,6 +465,55 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 			row.Message += "; replicas ready: " + row.Readiness.Detail
 		}
 	}
+}
+
+// PlacementChanged is a suspended binding whose spec.clusters someone else
+// rewrote during the move: Karmada's taint manager evicting a failing
+// cluster does, and so may a person or another controller. The move stops
+// without releasing its prediction onto what may be a failing cluster.
+type PlacementChanged struct {
+	Binding     string
+	Staged, Now []workv1alpha2.TargetCluster
+	EvictedFrom []string
+}
+
+func (e *PlacementChanged) Error() string {
+	msg := fmt.Sprintf("the placement of %s changed during the move (staged %s, now %s)", e.Binding,
+		rebalance.FormatPlacement(e.Staged), rebalance.FormatPlacement(e.Now))
+	if len(e.EvictedFrom) > 0 {
+		msg += fmt.Sprintf(": Karmada is evicting it from %s", strings.Join(e.EvictedFrom, ", "))
+	}
+	return msg
+}
+
+// unchanged returns a PlacementChanged when b's spec.clusters is no longer
+// what the move last staged.
+func (h *handover) unchanged(b *workv1alpha2.ResourceBinding) error {
+	if h.staged.replicas == nil || toPlacement(b.Spec.Clusters).equal(h.staged) {
+		return nil
+	}
+	e := &PlacementChanged{Binding: rebalance.BindingRef(h.t.Workload), Staged: h.staged.clusters(), Now: b.Spec.Clusters}
+	for _, task := range b.Spec.GracefulEvictionTasks {
+		if !slices.Contains(e.EvictedFrom, task.FromCluster) {
+			e.EvictedFrom = append(e.EvictedFrom, task.FromCluster)
+		}
+	}
+	return e
+}
+
+// letGo lifts the move's suspension and drops its ledger, leaving
+// spec.clusters as it is now.
+func letGo(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
+	return writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		l, err := readLedger(b)
+		switch {
+		case err != nil:
+			return letGoPatch(b.ResourceVersion, nil)
+		case l == nil:
+			return nil, nil
+		}
+		return letGoPatch(b.ResourceVersion, l)
+	})
 }
 
 func (h *handover) summary() string {

@@ -152,3 +152,45 @@ func TestMoveKeepsReadyReplicas(t *testing.T) {
 	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
 	assert.Equal(t, tc("member1", 1, "member2", 2), rb.Spec.Clusters)
 }
+
+// TestMoveLetsGoWhenKarmadaEvictsTheTarget plays Karmada's taint manager
+// evicting member1, the gaining cluster, from the suspended binding while
+// its staged replica starts: the move must not release its prediction onto
+// member1, nor put its own original placement back over Karmada's; it lifts
+// only its suspension and ledger, writes no trigger, and says why.
+func TestMoveLetsGoWhenKarmadaEvictsTheTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+			rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+			if err != nil || rb.Annotations[LedgerAnnotation] == "" || len(rb.Spec.Clusters) < 2 {
+				continue
+			}
+			rb.Spec.Clusters = tc("member2", 3)
+			rb.Spec.GracefulEvictionTasks = []workv1alpha2.GracefulEvictionTask{{FromCluster: "member1", Reason: "TaintUntolerated", Producer: "TaintManager"}}
+			_, _ = client.WorkV1alpha2().ResourceBindings("default").Update(ctx, rb, metav1.UpdateOptions{})
+			return
+		}
+	}()
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{},
+		Predict: func(context.Context, rebalance.Target) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	require.NoError(t, err)
+	assert.Empty(t, row.Result, "no trigger was written")
+	assert.Contains(t, row.Message, "changed during the move")
+	assert.Contains(t, row.Message, "evicting it from member1")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+	assert.Nil(t, rb.Spec.RescheduleTriggeredAt)
+	assert.Equal(t, tc("member2", 3), rb.Spec.Clusters, "Karmada's placement stays")
+}
