@@ -39,7 +39,8 @@ type check struct {
 // coreSet is the core end-to-end set: the seed tutorial (as the demo, through
 // the plugin, and as raw API calls), a batch with a missing workload, a
 // recorded run with a TTL, the descheduler example, what the plugin detects
-// of the server, and plan accuracy once that test exists.
+// of the server, the make-before-break seed move, and plan accuracy once
+// that test exists.
 func coreSet() []check {
 	set := []check{
 		{row: "seed tutorial (make demo)", command: []string{"go", "run", "./hack/demo"}},
@@ -53,6 +54,7 @@ func coreSet() []check {
 		{row: "descheduler example", pkg: "./test/e2e/deschedule", test: "TestDescheduleMovesReplicasElsewhere"},
 		{row: "version detection", pkg: "./test/e2e", test: "TestKarmadaVersionDetected"},
 		{row: "affinity group on rebalance", pkg: "./test/e2e", test: "TestAffinityGroupOnRebalance"},
+		{row: "make-before-break seed move (one write and a warning on v1.12)", pkg: "./test/e2e/handover", test: "TestSeedRebalanceBackKeepsReplicasReady"},
 	}
 	// The plan e2e tests (prediction against the real scheduler) join the
 	// set when they exist.
