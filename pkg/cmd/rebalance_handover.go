@@ -109,6 +109,14 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, t rebalance.Target) (
 			out.Placements = append(out.Placements, p.Alternative)
 		}
 		return out, nil
+	case predict.CannotPredict:
+		if p.Reason == predict.ReasonReleaseDependent && len(p.Possible) > 0 {
+			// The detected range holds releases that divide differently
+			// (v1.15 against v1.16 and v1.17): stage what any of them
+			// starts, release the newest one's division, and let the
+			// scheduler decide among what is already running.
+			return handover.Prediction{Placements: p.Possible}, nil
+		}
 	}
 	return handover.Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil
 }

@@ -254,6 +254,7 @@ func (p Prediction) failed(err error, cleared bool) Prediction {
 	var release *releaseError
 	switch {
 	case errors.As(err, &release):
+		p.Possible = release.possible
 		return p.verdict(CannotPredict, release.reason, release.message)
 	case cleared:
 		p.Predicted = nil

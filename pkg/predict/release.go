@@ -58,6 +58,9 @@ const (
 // releaseError says why a release's placement cannot be predicted.
 type releaseError struct {
 	reason, message string
+	// possible, when known, lists every placement the releases in question
+	// may write: a make-before-break move stages them all.
+	possible [][]workv1alpha2.TargetCluster
 }
 
 func (e *releaseError) Error() string { return e.message }
@@ -81,7 +84,7 @@ func filterDifferences(info *karmadaversion.Info, spec *workv1alpha2.ResourceBin
 			if c == nil || c.APIEnablement(gvk) != clusterv1alpha1.APIDisabled {
 				continue
 			}
-			return &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+			return &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
 				"cluster %s no longer serves %s %s: Karmada v1.13 and older drop it from the placement, v1.16 and newer keep it, and %s",
 				tc.Name, spec.Resource.APIVersion, spec.Resource.Kind, releaseName(info))}
 		}
@@ -89,7 +92,7 @@ func filterDifferences(info *karmadaversion.Info, spec *workv1alpha2.ResourceBin
 	if anyZone := info.ZoneAffinityMatchesAnyZone(); !anyZone.Known || !anyZone.Yes {
 		for _, affinity := range affinitiesInEffect(spec, status) {
 			if name, ok := zoneMatchDiffers(affinity, clusters); ok {
-				return &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+				return &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
 					"cluster %s has several zones and the placement selects zones with In: Karmada v1.18 and newer match it when any of its zones is listed, older releases only when all are, and %s",
 					name, releaseName(info))}
 			}
@@ -173,7 +176,7 @@ func (s *karmadaScheduler) forRelease(ctx context.Context, info *karmadaversion.
 		}
 		estimated = changed
 		if estimated && len(spec.Placement.SpreadConstraints) > 0 {
-			return nil, &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+			return nil, &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
 				"the clusters' room for these replicas differs between Karmada releases and the placement has spread constraints, which select clusters by that room; %s", releaseName(info))}
 		}
 	}
@@ -198,9 +201,13 @@ func (s *karmadaScheduler) forRelease(ctx context.Context, info *karmadaversion.
 	if errors.As(err, &tie) {
 		// The older rule leaves it to chance, the newer one may apply: which
 		// one does is what cannot be told.
-		return nil, &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+		dependent := &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
 			"Karmada v1.16 and newer divide the replicas as %s (Webster method); %s; and %s",
 			placementText(byWebster), tie.message, releaseName(info))}
+		if byWebster != nil && tie.possible != nil {
+			dependent.possible = append([][]workv1alpha2.TargetCluster{byWebster}, tie.possible...)
+		}
+		return nil, dependent
 	}
 	if err != nil {
 		return nil, err
@@ -208,9 +215,13 @@ func (s *karmadaScheduler) forRelease(ctx context.Context, info *karmadaversion.
 	if SamePlacement(byWebster, byRemainders) {
 		return byWebster, nil
 	}
-	return nil, &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+	dependent := &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
 		"Karmada v1.16 and newer divide the replicas as %s (Webster method), older releases as %s, and %s",
 		placementText(byWebster), placementText(byRemainders), releaseName(info))}
+	if byWebster != nil {
+		dependent.possible = [][]workv1alpha2.TargetCluster{byWebster, byRemainders}
+	}
+	return nil, dependent
 }
 
 // Strategies whose division differs between releases.
@@ -322,7 +333,7 @@ func (s *karmadaScheduler) olderEstimates(spec *workv1alpha2.ResourceBindingSpec
 			continue
 		}
 		if !known {
-			return false, &releaseError{ReasonReleaseDependent, fmt.Sprintf(
+			return false, &releaseError{reason: ReasonReleaseDependent, message: fmt.Sprintf(
 				"by its resource models cluster %s has room for %d of these replicas on Karmada v1.18 and newer, %d on older releases, and %s",
 				c.Name, pinned[0].Replicas, room, releaseName(info))}
 		}
@@ -435,7 +446,7 @@ func divideByRemainders(strategy string, candidates []spreadconstraint.ClusterDe
 			for i := range shares {
 				if sum += shares[i].weight; sum >= int64(spec.Replicas) {
 					if i+1 < len(shares) && shares[i+1].weight == shares[i].weight {
-						return nil, &releaseError{ReasonRandomTie, fmt.Sprintf(
+						return nil, &releaseError{reason: ReasonRandomTie, message: fmt.Sprintf(
 							"Karmada before v1.16 keeps the fewest clusters of most room, and %s have the same room (%d): which of them it keeps depends on the order it lists clusters in",
 							strings.Join(namesWithWeight(shares, shares[i].weight), ", "), shares[i].weight)}
 					}
@@ -448,11 +459,49 @@ func divideByRemainders(strategy string, candidates []spreadconstraint.ClusterDe
 	result, tied := remainderDivision(spec.Replicas, shares)
 	if len(tied) > 0 {
 		slices.Sort(tied)
-		return nil, &releaseError{ReasonRandomTie, fmt.Sprintf(
+		return nil, &releaseError{reason: ReasonRandomTie, message: fmt.Sprintf(
 			"Karmada before v1.16 gives the replicas left after the proportional shares to the clusters of largest weight, and %s weigh the same: it picks among them at random",
-			strings.Join(tied, ", "))}
+			strings.Join(tied, ", ")), possible: tiedOutcomes(spec.Replicas, shares)}
 	}
 	return result, nil
+}
+
+// tiedOutcomes lists placements the older rule may write when the replicas
+// left after the proportional shares run out inside a group of equal keys:
+// the group's leftovers rotated through its members, so that every member
+// gets one more than its share in some placement and not in another. They
+// are enough to cover what any random pick starts and keeps.
+func tiedOutcomes(n int32, shares []share) [][]workv1alpha2.TargetCluster {
+	sorted, floors, left := remainderFloors(n, shares)
+	if sorted == nil || left <= 0 || int(left) >= len(sorted) {
+		return nil
+	}
+	edge := sorted[left-1]
+	same := func(sh share) bool { return sh.weight == edge.weight && sh.before == edge.before }
+	lo := slices.IndexFunc(sorted, same)
+	hi := lo
+	for hi < len(sorted) && same(sorted[hi]) {
+		hi++
+	}
+	size, inGroup := hi-lo, int(left)-lo
+	var out [][]workv1alpha2.TargetCluster
+	for turn := range size {
+		placement := make([]workv1alpha2.TargetCluster, 0, len(sorted))
+		for i, sh := range sorted {
+			r := floors[i]
+			switch {
+			case i < lo:
+				r++
+			case i < hi && (i-lo-turn+size)%size < inGroup:
+				r++
+			}
+			if r > 0 {
+				placement = append(placement, workv1alpha2.TargetCluster{Name: sh.name, Replicas: r})
+			}
+		}
+		out = append(out, placement)
+	}
+	return out
 }
 
 // staticShares weighs each candidate by the largest static weight that
@@ -488,25 +537,12 @@ func staticShares(candidates []spreadconstraint.ClusterDetailInfo, spec *workv1a
 // before. tied names the clusters among which the release chose at random,
 // when the replicas left end inside a group of equal keys.
 func remainderDivision(n int32, shares []share) (result []workv1alpha2.TargetCluster, tied []string) {
-	var sum int64
-	for _, sh := range shares {
-		sum += sh.weight
-	}
-	if sum == 0 {
+	sorted, floors, left := remainderFloors(n, shares)
+	if sorted == nil {
 		return nil, nil
 	}
-	sorted := slices.Clone(shares)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].weight != sorted[j].weight {
-			return sorted[i].weight > sorted[j].weight
-		}
-		return sorted[i].before > sorted[j].before
-	})
-	left := n
-	for _, sh := range sorted {
-		r := int32(sh.weight * int64(n) / sum) // #nosec G115: at most n
-		result = append(result, workv1alpha2.TargetCluster{Name: sh.name, Replicas: r})
-		left -= r
+	for i, sh := range sorted {
+		result = append(result, workv1alpha2.TargetCluster{Name: sh.name, Replicas: floors[i]})
 	}
 	if left > 0 && int(left) < len(sorted) {
 		edge := sorted[left-1]
@@ -532,6 +568,34 @@ func remainderDivision(n int32, shares []share) (result []workv1alpha2.TargetClu
 		}
 	}
 	return out, tied
+}
+
+// remainderFloors orders shares as the older rule hands out the replicas
+// left (weight, then replicas before, both descending) and gives each the
+// floor of its proportional part of n; left is what the floors leave. sorted
+// is nil when the shares weigh nothing.
+func remainderFloors(n int32, shares []share) (sorted []share, floors []int32, left int32) {
+	var sum int64
+	for _, sh := range shares {
+		sum += sh.weight
+	}
+	if sum == 0 {
+		return nil, nil, 0
+	}
+	sorted = slices.Clone(shares)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].weight != sorted[j].weight {
+			return sorted[i].weight > sorted[j].weight
+		}
+		return sorted[i].before > sorted[j].before
+	})
+	left = n
+	for _, sh := range sorted {
+		r := int32(sh.weight * int64(n) / sum) // #nosec G115: at most n
+		floors = append(floors, r)
+		left -= r
+	}
+	return sorted, floors, left
 }
 
 func namesWithWeight(shares []share, weight int64) []string {

@@ -253,3 +253,55 @@ func TestModelEstimateBefore118(t *testing.T) {
 	_, ok = modelEstimateBefore118(c, mem)
 	assert.False(t, ok, "a resource the models do not grade: the summary decides")
 }
+
+func TestTiedOutcomes(t *testing.T) {
+	tests := []struct {
+		name   string
+		n      int32
+		shares []share
+		want   []map[string]int32
+	}{
+		{"two equal, one left", 3, []share{{"a", 1, 0}, {"b", 1, 0}},
+			[]map[string]int32{{"a": 2, "b": 1}, {"a": 1, "b": 2}}},
+		{"three equal, one left", 4, []share{{"a", 1, 0}, {"b", 1, 0}, {"c", 1, 0}},
+			[]map[string]int32{{"a": 2, "b": 1, "c": 1}, {"a": 1, "b": 2, "c": 1}, {"a": 1, "b": 1, "c": 2}}},
+		{"the heavier share always gets its leftover", 7, []share{{"x", 2, 0}, {"a", 1, 0}, {"b", 1, 0}, {"c", 1, 0}},
+			[]map[string]int32{{"x": 3, "a": 2, "b": 1, "c": 1}, {"x": 3, "a": 1, "b": 2, "c": 1}, {"x": 3, "a": 1, "b": 1, "c": 2}}},
+		{"three equal, two left", 5, []share{{"a", 1, 0}, {"b", 1, 0}, {"c", 1, 0}},
+			[]map[string]int32{{"a": 2, "b": 2, "c": 1}, {"a": 1, "b": 2, "c": 2}, {"a": 2, "b": 1, "c": 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []map[string]int32
+			for _, p := range tiedOutcomes(tt.n, tt.shares) {
+				got = append(got, placementMap(p))
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// A prediction that depends on which release of the detected range runs
+// lists what each may write, the newest first, so that a make-before-break
+// move can start them all before it stops anything.
+func TestPredictReleaseDependentPossible(t *testing.T) {
+	clusters := []*clusterv1alpha1.Cluster{cluster("member1", 100), cluster("member2", 96), cluster("member3", 95)}
+	got := predictOn(t, v11517, clusters, binding("a", dynamic, 6, tc("member2", 3), tc("member3", 3)))
+	require.Equal(t, ReasonReleaseDependent, got.Reason)
+	require.Len(t, got.Possible, 2)
+	assert.Equal(t, map[string]int32{"member1": 2, "member2": 2, "member3": 2}, placementMap(got.Possible[0]))
+	assert.Equal(t, map[string]int32{"member1": 3, "member2": 2, "member3": 1}, placementMap(got.Possible[1]))
+
+	tie := predictOn(t, v11517, []*clusterv1alpha1.Cluster{cluster("member1", 100), cluster("member2", 96), cluster("member3", 100)},
+		binding("a", dynamic, 4, tc("member2", 4)))
+	require.Equal(t, ReasonReleaseDependent, tie.Reason)
+	require.Greater(t, len(tie.Possible), 2, "the newest release's division and each way the tie may fall")
+	assert.Equal(t, map[string]int32{"member1": 1, "member2": 1, "member3": 2}, placementMap(tie.Possible[0]))
+	for _, p := range tie.Possible {
+		var sum int32
+		for _, c := range p {
+			sum += c.Replicas
+		}
+		assert.Equal(t, int32(4), sum, "%v", p)
+	}
+}

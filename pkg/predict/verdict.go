@@ -115,6 +115,9 @@ type Prediction struct {
 	// Possible, for a CannotPredict (BatchTiming) verdict, lists the
 	// placements the scheduler may write depending on when the members report
 	// the batch's other moves; the first is the one with no report landed.
+	// For a CannotPredict (ReleaseDependent) verdict it lists the placements
+	// the releases the detection cannot tell apart may write, the newest
+	// release's first, when they are known.
 	Possible [][]workv1alpha2.TargetCluster
 	// Moves counts the replicas that would start on another cluster: the sum
 	// over clusters of the predicted increase.

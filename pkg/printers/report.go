@@ -92,7 +92,9 @@ type ReportPlacements struct {
 	// Possible, for a verdict with reason BatchTiming, lists every placement
 	// the scheduler may write depending on when the members report the
 	// batch's other moves; the first is the one with no report landed (the
-	// prediction, unless the verdict is CannotPredict).
+	// prediction, unless the verdict is CannotPredict). For ReleaseDependent
+	// it lists the divisions of the releases the detection cannot tell
+	// apart, the newest release's first.
 	Possible []map[string]int32 `json:"possible,omitempty"`
 	// After is absent in a plan and in a dry run.
 	After map[string]int32 `json:"after,omitempty"`
