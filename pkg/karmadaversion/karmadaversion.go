@@ -154,6 +154,7 @@ func (i Info) ControllerDeletesAfterTTL() Behaviour { return i.behaviour(13) }
 type Schema interface {
 	Has(path string) bool
 	Enum(path string) []string
+	Description(path string) string
 }
 
 // marker is a change of the ResourceBinding schema that came with a release.
@@ -171,6 +172,16 @@ var markers = []marker{
 		func(s Schema) bool { return s.Has("spec.schedulePriority") }},
 	{Release{15}, "spec.components (added in v1.15)",
 		func(s Schema) bool { return s.Has("spec.components") }},
+	// v1.16 added no field to the binding; it reworded the descriptions
+	// of the replica requirements, which the served schema carries. The
+	// change in division rule that came with it (Webster) is what depends
+	// on telling v1.16 from v1.15.
+	{Release{16}, "spec.replicaRequirements described as the \"resource and scheduling requirements\" (reworded in v1.16)",
+		func(s Schema) bool {
+			return strings.Contains(s.Description("spec.replicaRequirements"), "resource and scheduling requirements")
+		}},
+	{Release{17}, "spec.workloadAffinityGroups (added in v1.17)",
+		func(s Schema) bool { return s.Has("spec.workloadAffinityGroups") }},
 	{Release{18}, "spec.placement.clusterAffinities[].overflowAffinities (added in v1.18)",
 		func(s Schema) bool { return s.Has("spec.placement.clusterAffinities[].overflowAffinities") }},
 	{Release{19}, "purgeMode without Immediately/Graciously (removed in v1.19)",
@@ -259,6 +270,13 @@ func (m mapSchema) Enum(path string) []string {
 		}
 	}
 	return out
+}
+
+// Description returns the description of the property at path, with its
+// lines joined by single spaces.
+func (m mapSchema) Description(path string) string {
+	text, _ := m.lookup(path)["description"].(string)
+	return strings.Join(strings.Fields(text), " ")
 }
 
 // Describe says which release was detected and from what, or why none

@@ -10,10 +10,12 @@ import (
 )
 
 // schemaWith builds an object schema holding the given property paths; a
-// path may end in =A|B to give its enum.
+// path may end in =A|B to give its enum, or in ~TEXT to give its
+// description.
 func schemaWith(paths ...string) mapSchema {
 	root := map[string]any{}
 	for _, p := range paths {
+		p, description, hasDescription := strings.Cut(p, "~")
 		p, enum, hasEnum := strings.Cut(p, "=")
 		node := root
 		for _, part := range strings.Split(p, ".") {
@@ -38,6 +40,9 @@ func schemaWith(paths ...string) mapSchema {
 			}
 			node = next
 		}
+		if hasDescription {
+			node["description"] = description
+		}
 		if hasEnum {
 			var values []any
 			for _, v := range strings.Split(enum, "|") {
@@ -55,6 +60,9 @@ const (
 	priority  = "spec.schedulePriority"
 	comps     = "spec.components"
 	overflow  = "spec.placement.clusterAffinities[].overflowAffinities"
+	reqOld    = "spec.replicaRequirements~ReplicaRequirements represents the requirements required\n  by each replica."
+	reqNew    = "spec.replicaRequirements~ReplicaRequirements represents the resource and scheduling\n  requirements for each replica."
+	groups    = "spec.workloadAffinityGroups"
 	purgeOld  = "spec.gracefulEvictionTasks[].purgeMode=Immediately|Directly|Graciously|Gracefully|Never"
 	purgeNew  = "spec.gracefulEvictionTasks[].purgeMode=Directly|Gracefully|Never"
 	purgeV112 = "spec.gracefulEvictionTasks[].purgeMode=Immediately|Graciously|Never"
@@ -72,11 +80,13 @@ func TestFromSchema(t *testing.T) {
 		{"v1.10 or v1.11", schemaWith(trigger, purgeV112), "v1.10 or v1.11", false, false, "has spec.rescheduleTriggeredAt but not spec.preserveResourcesOnDeletion"},
 		{"v1.12", schemaWith(trigger, preserve, purgeV112), "v1.12", true, true, "has spec.preserveResourcesOnDeletion (added in v1.12) but not spec.schedulePriority"},
 		{"v1.13 or v1.14", schemaWith(trigger, preserve, priority, purgeOld), "v1.13 or v1.14", true, true, "has spec.schedulePriority (added in v1.13) but not spec.components"},
-		{"v1.15 to v1.17", schemaWith(trigger, preserve, priority, comps, purgeOld), "v1.15 to v1.17", true, true, "not spec.placement.clusterAffinities[].overflowAffinities"},
-		{"v1.18", schemaWith(trigger, preserve, priority, comps, overflow, purgeOld), "v1.18", true, true, "has spec.placement.clusterAffinities[].overflowAffinities (added in v1.18) but not purgeMode"},
-		{"v1.19 or newer", schemaWith(trigger, preserve, priority, comps, overflow, purgeNew), "v1.19 or newer", true, false, "has purgeMode without Immediately/Graciously (removed in v1.19)"},
+		{"v1.15", schemaWith(trigger, preserve, priority, comps, reqOld, purgeOld), "v1.15", true, true, "has spec.components (added in v1.15) but not spec.replicaRequirements described as"},
+		{"v1.16", schemaWith(trigger, preserve, priority, comps, reqNew, purgeOld), "v1.16", true, true, "(reworded in v1.16) but not spec.workloadAffinityGroups"},
+		{"v1.17", schemaWith(trigger, preserve, priority, comps, reqNew, groups, purgeOld), "v1.17", true, true, "has spec.workloadAffinityGroups (added in v1.17) but not spec.placement.clusterAffinities[].overflowAffinities"},
+		{"v1.18", schemaWith(trigger, preserve, priority, comps, reqNew, groups, overflow, purgeOld), "v1.18", true, true, "has spec.placement.clusterAffinities[].overflowAffinities (added in v1.18) but not purgeMode"},
+		{"v1.19 or newer", schemaWith(trigger, preserve, priority, comps, reqNew, groups, overflow, purgeNew), "v1.19 or newer", true, false, "has purgeMode without Immediately/Graciously (removed in v1.19)"},
 		// A marker stands for its release only if the older ones are there too.
-		{"no enum is not v1.19", schemaWith(trigger, preserve, priority, comps, overflow), "v1.18", true, true, ""},
+		{"no enum is not v1.19", schemaWith(trigger, preserve, priority, comps, reqNew, groups, overflow), "v1.18", true, true, ""},
 		{"a later marker without the earlier ones", schemaWith(trigger, preserve, priority, overflow), "v1.13 or v1.14", true, true, ""},
 	}
 	for _, tt := range tests {

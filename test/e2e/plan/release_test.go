@@ -43,17 +43,9 @@ func TestPlanDivisionRuleOfTheRelease(t *testing.T) {
 	w := plan.Workloads[0]
 	assert.Equal(t, want, text(w.Placements.Before), "Karmada %s's division", cp.Versions.Karmada)
 	assert.Equal(t, want, text(w.Placements.Predicted))
-	if minor := cp.Versions.KarmadaMinor(); minor >= 15 && minor <= 17 {
-		// v1.16 and v1.17 publish the schema of v1.15, which divided the old
-		// way: the plan cannot tell which rule applies and says so.
-		assert.Equal(t, string(predict.CannotPredict), verdicts["weighted"])
-		assert.Equal(t, predict.ReasonReleaseDependent, w.Reason)
-		assert.Equal(t, "Karmada v1.16 and newer divide the replicas as {member1:1, member2:1} (Webster method), older releases as {member1:2}, "+
-			"and this control plane runs Karmada v1.15 to v1.17 (the ResourceBinding schema has spec.components (added in v1.15) but not "+
-			"spec.placement.clusterAffinities[].overflowAffinities (added in v1.18))", w.Message)
-	} else {
-		assert.Equal(t, string(predict.CannotChange), verdicts["weighted"])
-	}
+	// Every release is told apart (v1.16 from v1.15 by a description of its
+	// schema), so the plan divides by the rule of the release it runs on.
+	assert.Equal(t, string(predict.CannotChange), verdicts["weighted"], w.Message)
 
 	// Overcommit protection is a feature gate of v1.18's scheduler: asked
 	// of an older release, the plan says it cannot be and predicts without.
