@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	estimatorclient "github.com/karmada-io/karmada/pkg/estimator/client"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
 
@@ -42,6 +44,11 @@ type accurateView struct {
 	// clusters are the Clusters as read: a scheduler's copy whose summary a
 	// batch check changed is compared with them.
 	clusters map[string]*clusterv1alpha1.Cluster
+	// asRead remembers the general estimator's answer on clusters, by
+	// cluster and requirements (readKey): they do not change, and a batch
+	// check asks for it on every pass it makes, each answer a copy of the
+	// cluster's resource summary to collect.
+	asRead sync.Map
 }
 
 // withAccurate registers the members' estimators of a prediction and returns
@@ -123,14 +130,47 @@ func (v *accurateView) shift(ctx context.Context, c *clusterv1alpha1.Cluster, re
 		apiequality.Semantic.DeepEqual(read.Status.ResourceSummary.Allocating, c.Status.ResourceSummary.Allocating) {
 		return 0
 	}
-	general := estimatorclient.NewGeneralEstimator()
-	now, err := general.MaxAvailableReplicas(ctx, estimatorclient.ReplicaEstimationRequest{Clusters: []*clusterv1alpha1.Cluster{c}, ReplicaRequirements: req})
-	if err != nil || len(now) != 1 {
+	now, ok := generalEstimate(ctx, c, req)
+	if !ok {
 		return 0
 	}
-	before, err := general.MaxAvailableReplicas(ctx, estimatorclient.ReplicaEstimationRequest{Clusters: []*clusterv1alpha1.Cluster{read}, ReplicaRequirements: req})
-	if err != nil || len(before) != 1 {
+	key, err := readKey(c.Name, req)
+	if err != nil {
 		return 0
 	}
-	return now[0].Replicas - before[0].Replicas
+	if before, ok := v.asRead.Load(key); ok {
+		return now - before.(int32)
+	}
+	before, ok := generalEstimate(ctx, read, req)
+	if !ok {
+		return 0
+	}
+	v.asRead.Store(key, before)
+	return now - before
+}
+
+// generalEstimate is the general estimator's answer for one cluster.
+func generalEstimate(ctx context.Context, c *clusterv1alpha1.Cluster, req *workv1alpha2.ReplicaRequirements) (int32, bool) {
+	out, err := estimatorclient.NewGeneralEstimator().MaxAvailableReplicas(ctx, estimatorclient.ReplicaEstimationRequest{
+		Clusters: []*clusterv1alpha1.Cluster{c}, ReplicaRequirements: req})
+	if err != nil || len(out) != 1 {
+		return 0, false
+	}
+	return out[0].Replicas, true
+}
+
+// readKey names a cluster and what of req the general estimator reads (the
+// requests, and the node claim where the cluster reports resource models).
+func readKey(cluster string, req *workv1alpha2.ReplicaRequirements) (string, error) {
+	if req == nil {
+		return cluster, nil
+	}
+	read, err := json.Marshal(struct {
+		Requests  corev1.ResourceList     `json:"r"`
+		NodeClaim *workv1alpha2.NodeClaim `json:"n"`
+	}{req.ResourceRequest, req.NodeClaim})
+	if err != nil {
+		return "", err
+	}
+	return cluster + "\x00" + string(read), nil
 }

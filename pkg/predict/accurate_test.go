@@ -9,6 +9,8 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -81,4 +83,27 @@ func TestPredictEstimatorsArePerPrediction(t *testing.T) {
 	got, err := Predict(context.Background(), without, []rebalance.Target{deploy("a")}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int32{"member1": 2, "member2": 2, "member3": 2}, placementMap(got[0].Predicted))
+}
+
+// The shift of a member's estimator answer is the general estimator's
+// change between the cluster as read and the scheduler's copy that a batch
+// check changed, for each set of requirements its own: the answer on the
+// cluster as read is remembered, never taken for another request.
+func TestShiftRemembersTheClustersAsReadByRequest(t *testing.T) {
+	read := cluster("member1", 100)
+	read.Status.ResourceSummary.Allocatable[corev1.ResourceCPU] = resource.MustParse("10")
+	view := &accurateView{clusters: map[string]*clusterv1alpha1.Cluster{"member1": read}}
+	changed := read.DeepCopy()
+	changed.Status.ResourceSummary.Allocating = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("20"), corev1.ResourceCPU: resource.MustParse("4")}
+	requests := func(cpu string) *workv1alpha2.ReplicaRequirements {
+		return &workv1alpha2.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+	}
+	ctx := context.Background()
+	// 1 CPU each: 10 fit as read, 6 once 4 CPUs are allocating.
+	assert.Equal(t, int32(-4), view.shift(ctx, changed, requests("1")))
+	// 50m each: the pods bound it, 100 as read and 80 with 20 allocating.
+	assert.Equal(t, int32(-20), view.shift(ctx, changed, requests("50m")))
+	// Asked again, from what was remembered.
+	assert.Equal(t, int32(-4), view.shift(ctx, changed, requests("1")))
+	assert.Equal(t, int32(0), view.shift(ctx, read, requests("1")), "the cluster as read has not moved")
 }

@@ -177,8 +177,11 @@ func (cd *clusterDelta) isZero() bool {
 
 // batchRow is what the timing check needs of one prediction.
 type batchRow struct {
-	index  int
-	spec   *workv1alpha2.ResourceBindingSpec // with the fresh trigger
+	index int
+	// spec is the binding's own, without the fresh trigger: the check adds
+	// it to a copy while it schedules the row, so that a fleet's rows do not
+	// each hold a copy of their spec for the whole check.
+	spec   *workv1alpha2.ResourceBindingSpec
 	status *workv1alpha2.ResourceBindingStatus
 	// primary is the placement predicted with no report landed.
 	primary []workv1alpha2.TargetCluster
@@ -260,6 +263,7 @@ func timingPass(ctx context.Context, scheds []*karmadaScheduler, rows []batchRow
 		others footprint
 	}
 	found := make([]*timing, len(rows))
+	shared := &placementLists{byKey: map[string][][]workv1alpha2.TargetCluster{}}
 	jobs := make(chan job, 4*len(scheds))
 	var wg sync.WaitGroup
 	for _, s := range scheds {
@@ -272,7 +276,7 @@ func timingPass(ctx context.Context, scheds []*karmadaScheduler, rows []batchRow
 				}
 				possible, failure := s.underReports(ctx, j.others, rows[j.i], opts)
 				if len(possible) > 1 || failure != "" {
-					found[j.i] = &timing{others: j.others.describe(), possible: possible, failure: failure}
+					found[j.i] = &timing{others: j.others.describe(), possible: shared.of(possible), failure: failure}
 				}
 			}
 		}()
@@ -299,6 +303,34 @@ func timingPass(ctx context.Context, scheds []*karmadaScheduler, rows []batchRow
 	close(jobs)
 	wg.Wait()
 	return found, ctx.Err()
+}
+
+// placementLists keeps one copy of each distinct list of placements a pass
+// finds: the rows of a fleet that depend on the timing mostly get the same
+// few, and each row held its own until the plan was printed.
+type placementLists struct {
+	sync.Mutex
+	byKey map[string][][]workv1alpha2.TargetCluster
+}
+
+// of returns the copy kept of a list equal to possible, in the same order
+// (the first is the row's own prediction). The copy is shared: callers must
+// not change it.
+func (l *placementLists) of(possible [][]workv1alpha2.TargetCluster) [][]workv1alpha2.TargetCluster {
+	var key strings.Builder
+	for _, p := range possible {
+		for _, tc := range p {
+			fmt.Fprintf(&key, "%s=%d,", tc.Name, tc.Replicas)
+		}
+		key.WriteByte(';')
+	}
+	l.Lock()
+	defer l.Unlock()
+	if kept, ok := l.byKey[key.String()]; ok {
+		return kept
+	}
+	l.byKey[key.String()] = possible
+	return possible
 }
 
 // underReports schedules one row again under the member reports that bound
@@ -359,12 +391,13 @@ func (s *karmadaScheduler) underReports(ctx context.Context, others footprint, r
 		states = append(states, state{gain: isNot, loss: is}, state{gain: is, loss: isNot})
 	}
 
+	fresh := freshTrigger(r.spec, r.status)
 	divide := func() ([]workv1alpha2.TargetCluster, error) {
-		result, _, err := s.schedule(ctx, opts.Release, r.spec, r.status)
+		result, _, err := s.schedule(ctx, opts.Release, fresh, r.status)
 		return result, err
 	}
 	restore()
-	if fast, ok := s.divider(ctx, opts.Release, r.spec, r.status); ok {
+	if fast, ok := s.divider(ctx, opts.Release, fresh, r.status); ok {
 		// The same answer as the whole pass, or the whole pass it is.
 		if result, err := fast(); err == nil && SamePlacement(result, r.primary) {
 			divide = fast

@@ -201,7 +201,7 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 		return p.failed(err, cleared)
 	}
 	p.Predicted = result
-	row.spec, row.status, row.primary = fresh, status, result
+	row.spec, row.status, row.primary = spec, status, result
 	if capacityMatters {
 		if notReady := notReadyIn(result, clusters); len(notReady) > 0 {
 			p.Predicted = spec.Clusters

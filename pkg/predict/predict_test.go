@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -433,4 +434,20 @@ func recoveryBatch(dyn int, dynReplicas int32, agg int, aggReplicas int32) ([]*w
 		targets = append(targets, deploy(name))
 	}
 	return bindings, targets
+}
+
+// A pass keeps one copy of each distinct list of placements it finds, in the
+// order found; a list that differs in any placement, or in order, is its own.
+func TestPlacementListsShareEqualLists(t *testing.T) {
+	lists := &placementLists{byKey: map[string][][]workv1alpha2.TargetCluster{}}
+	list := func(ps ...[]workv1alpha2.TargetCluster) [][]workv1alpha2.TargetCluster { return ps }
+	a := []workv1alpha2.TargetCluster{tc("member2", 2), tc("member3", 1)}
+	b := []workv1alpha2.TargetCluster{tc("member1", 3)}
+	first := lists.of(list(a, b))
+	again := lists.of(list(slices.Clone(a), slices.Clone(b)))
+	assert.Same(t, &first[0], &again[0], "an equal list is the one kept")
+	assert.NotSame(t, &first[0], &lists.of(list(b, a))[0], "the order is the prediction's: the first is the row's own")
+	other := lists.of(list(a, []workv1alpha2.TargetCluster{tc("member1", 2)}))
+	assert.NotSame(t, &first[0], &other[0])
+	assert.Equal(t, int32(2), other[1][0].Replicas)
 }

@@ -301,11 +301,13 @@ func (s Source) clusterBindings(ctx context.Context, collect func(*workv1alpha2.
 // slim keeps of a listed binding what a prediction reads, so that a fleet's
 // bindings are held without their managed fields, annotations (the applied
 // placement among them), labels other than the policy's and the members'
-// aggregated status, with one copy of each distinct placement, and without
-// the rest of the page they came in.
+// aggregated status, with one copy of each distinct placement and of each
+// distinct set of replica requirements, and without the rest of the page
+// they came in.
 func slim(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
 	spec := b.Spec
 	spec.Placement = rebalance.SharedPlacement(spec.Placement)
+	spec.ReplicaRequirements = rebalance.SharedReplicaRequirements(spec.ReplicaRequirements)
 	return &workv1alpha2.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion, Generation: b.Generation,

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -186,4 +187,21 @@ func TestSourceReadsBindingPages(t *testing.T) {
 			assert.Empty(t, b.ManagedFields, "slimmed")
 		})
 	}
+}
+
+// Bindings that ask for the same replica requirements share one copy of
+// them; different ones keep their own.
+func TestSlimSharesReplicaRequirements(t *testing.T) {
+	withRequests := func(name, cpu string) *workv1alpha2.ResourceBinding {
+		return &workv1alpha2.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
+			Spec: workv1alpha2.ResourceBindingSpec{Replicas: 3, ReplicaRequirements: &workv1alpha2.ReplicaRequirements{
+				ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("128Mi")}}},
+		}
+	}
+	one, two, other := slim(withRequests("x", "100m")), slim(withRequests("y", "100m")), slim(withRequests("z", "250m"))
+	assert.Same(t, one.Spec.ReplicaRequirements, two.Spec.ReplicaRequirements)
+	assert.NotSame(t, one.Spec.ReplicaRequirements, other.Spec.ReplicaRequirements)
+	q := other.Spec.ReplicaRequirements.ResourceRequest[corev1.ResourceCPU]
+	assert.Equal(t, "250m", q.String())
 }

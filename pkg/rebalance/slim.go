@@ -91,3 +91,33 @@ func withSharedPlacement(spec workv1alpha2.ResourceBindingSpec) workv1alpha2.Res
 	spec.Placement = SharedPlacement(spec.Placement)
 	return spec
 }
+
+var requirements = struct {
+	sync.Mutex
+	byJSON map[string]*workv1alpha2.ReplicaRequirements
+}{byJSON: map[string]*workv1alpha2.ReplicaRequirements{}}
+
+// SharedReplicaRequirements returns the one copy kept of replica
+// requirements equal to r: the replicas of a fleet's workloads mostly ask for
+// the same few sets of resources, and each binding's own resource list took
+// more of a prediction's heap than the rest of its spec. The copy is shared:
+// callers must not change it.
+func SharedReplicaRequirements(r *workv1alpha2.ReplicaRequirements) *workv1alpha2.ReplicaRequirements {
+	if r == nil {
+		return nil
+	}
+	key, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	requirements.Lock()
+	defer requirements.Unlock()
+	if shared, ok := requirements.byJSON[string(key)]; ok {
+		return shared
+	}
+	if len(requirements.byJSON) >= maxSharedPlacements {
+		requirements.byJSON = map[string]*workv1alpha2.ReplicaRequirements{}
+	}
+	requirements.byJSON[string(key)] = r
+	return r
+}
