@@ -42,7 +42,7 @@ func TestDeschedulePullMember(t *testing.T) {
 	assert.NotEqual(t, cmd.ExitOK, code, "a pass that could not read a candidate cluster does not report success")
 	assert.Contains(t, stdout+stderr, "of member cluster member3 (")
 	assert.Contains(t, stdout+stderr, "a Pull-mode cluster is usually not reachable through the proxy")
-	assert.Contains(t, stdout+stderr, "--member-kubeconfig")
+	assert.Contains(t, stdout+stderr, "if member3 is one, give a kubeconfig with a context named member3, through which it is read (--member-kubeconfig FILE")
 	assert.Equal(t, before, e.settledPlacement("nginx"), "nothing is evicted for a binding whose candidate cluster could not be read")
 
 	// The default: member3 through its context, the other members through
