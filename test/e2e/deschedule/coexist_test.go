@@ -82,7 +82,7 @@ func TestCoexistWithKarmadaDescheduler(t *testing.T) {
 	cp := harness.Require(t)
 	e := &env{deschedtest.New(t, cp, "coexist")}
 	fixtures.TestNamespace(e.Ctx, t, e.C, e.NS)
-	e.createSeedExample()
+	e.createSeedExampleReadyAfter("5s")
 	before := e.settledBinding("nginx-deployment")
 	require.GreaterOrEqual(t, before["member1"], int32(1), "the example starts with a replica in member1")
 	for m, n := range before {

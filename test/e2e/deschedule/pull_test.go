@@ -28,7 +28,7 @@ func TestDeschedulePullMember(t *testing.T) {
 	require.True(t, cp.Member("member3").Pull, "member3 is the Pull member of the default environment")
 	e := &env{deschedtest.New(t, cp, "pull-member")}
 	fixtures.TestNamespace(e.Ctx, t, e.C, e.NS)
-	e.createSeedExample()
+	e.createSeedExampleReadyAfter("5s")
 
 	before, want := e.strandIn("member3", "nginx-deployment", "nginx", e.WaitPods)
 
