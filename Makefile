@@ -21,8 +21,9 @@ controlplane:
 
 # FAILBACK_SMOKE are the failback e2e tests make test runs: the seed story and
 # the failure budget (about 1.5 min with the control plane); the whole package
-# (also a flapping cluster, SIGTERM/SIGINT mid-wave, resume after SIGKILL,
-# RBAC) takes about 7 min on 2 cores and is make test-failback.
+# (also flapping clusters, SIGTERM/SIGINT mid-wave, resume after SIGKILL,
+# displaced workloads, a StatefulSet, the Pull member, RBAC) takes about
+# 11 min on 2 cores and is make test-failback.
 FAILBACK_SMOKE := ^(TestFailbackSeedStory|TestFailbackFailureBudget)$$
 
 # E2E_MEASUREMENTS are e2e tests that are measurements more than checks and

@@ -585,7 +585,9 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 	}
 	if !req.Resume {
 		if !req.All {
-			keepDisplaced(resolved, req.Workloads)
+			for _, w := range keepDisplaced(resolved, req.Workloads) {
+				fmt.Fprintln(out, leftOutLine(w, req.Cluster, r.o.IncludeStateful))
+			}
 			fmt.Fprintf(out, "%d workload(s) displaced by the failure of %s among those selected\n", len(resolved.Targets), req.Cluster)
 			if len(resolved.Targets) == 0 {
 				return false, nil
@@ -650,19 +652,45 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 }
 
 // keepDisplaced narrows the resolved targets to the workloads a cluster's
-// failure displaced.
-func keepDisplaced(resolved *rebalance.Resolved, displaced []rebalance.Workload) {
+// failure displaced, and returns the displaced workloads that are not
+// among the targets (not of --kinds, not matching -l, or skipped).
+func keepDisplaced(resolved *rebalance.Resolved, displaced []rebalance.Workload) (leftOut []rebalance.Workload) {
 	keep := make(map[string]bool, len(displaced))
 	for _, w := range displaced {
 		keep[failback.WorkloadIdentity(w)] = true
 	}
+	selected := make(map[string]bool, len(resolved.Targets))
 	targets := resolved.Targets[:0:0]
 	for _, t := range resolved.Targets {
-		if keep[failback.WorkloadIdentity(t.Workload)] {
+		id := failback.WorkloadIdentity(t.Workload)
+		selected[id] = true
+		if keep[id] {
 			targets = append(targets, t)
 		}
 	}
 	resolved.Targets = targets
+	for _, w := range displaced {
+		if !selected[failback.WorkloadIdentity(w)] {
+			leftOut = append(leftOut, w)
+		}
+	}
+	return leftOut
+}
+
+// leftOutLine says why a workload the failure of cluster displaced is not
+// failed back: a StatefulSet without --include-stateful, or a workload
+// the daemon does not select.
+func leftOutLine(w rebalance.Workload, cluster string, includeStateful bool) string {
+	name := w.Name
+	if w.Namespace != "" {
+		name = w.Namespace + "/" + w.Name
+	}
+	what := fmt.Sprintf("%s %s was displaced by the failure of %s and is not failed back: ", strings.ToLower(w.Kind), name, cluster)
+	if w.Kind == "StatefulSet" && strings.HasPrefix(w.APIVersion, "apps/") && !includeStateful {
+		return what + "StatefulSets are failed back only with --include-stateful (the pods re-created on " + cluster +
+			" reattach the volumes left there before the failover; see docs/failback.md)"
+	}
+	return what + "it is not among the workloads this daemon selects (--kinds, -l, or the " + failback.SkipAnnotation + "=true annotation)"
 }
 
 // failbackError keeps the errors a failback reports: neither failed or

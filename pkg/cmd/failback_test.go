@@ -118,3 +118,24 @@ func TestForwardedConfigArgs(t *testing.T) {
 		"--as=system:serviceaccount:karmada-system:kubectl-rebalance-failback", "--as-group=a", "--as-group=b"}, forwardedConfigArgs(cf))
 	assert.Empty(t, forwardedConfigArgs(genericclioptions.NewConfigFlags(true)))
 }
+
+// TestFailbackKeepDisplaced: a failback narrows the selected workloads to
+// those the failure displaced, and says why each displaced workload it
+// does not select is left alone.
+func TestFailbackKeepDisplaced(t *testing.T) {
+	web := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	other := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "other"}
+	db := rebalance.Workload{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: "shop", Name: "db"}
+	labelled := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "labelled"}
+	resolved := &rebalance.Resolved{Targets: []rebalance.Target{{Workload: web}, {Workload: other}}}
+
+	leftOut := keepDisplaced(resolved, []rebalance.Workload{db, web, labelled})
+	assert.Equal(t, []rebalance.Target{{Workload: web}}, resolved.Targets)
+	assert.Equal(t, []rebalance.Workload{db, labelled}, leftOut)
+
+	assert.Equal(t, "statefulset shop/db was displaced by the failure of member1 and is not failed back: StatefulSets are failed back only with --include-stateful "+
+		"(the pods re-created on member1 reattach the volumes left there before the failover; see docs/failback.md)", leftOutLine(db, "member1", false))
+	assert.Equal(t, "statefulset shop/db was displaced by the failure of member1 and is not failed back: it is not among the workloads this daemon selects "+
+		"(--kinds, -l, or the failback.kubectl-rebalance.io/skip=true annotation)", leftOutLine(db, "member1", true))
+	assert.Contains(t, leftOutLine(labelled, "member1", false), "deployment shop/labelled was displaced by the failure of member1 and is not failed back: it is not among")
+}

@@ -60,8 +60,9 @@ type MemberClients struct {
 // Clients are built on first use and reused for later passes.
 type ClientPodSource struct {
 	clientFor func(cluster string) (*MemberClients, error)
-	// hint tells the user how to fix a listing error of this kind of source.
-	hint func(error) string
+	// hint tells the user how to fix a listing error of this kind of source
+	// in a member cluster.
+	hint func(cluster string, err error) string
 	// PageSize bounds each LIST response; 0 lists in one response.
 	PageSize int64
 
@@ -227,7 +228,7 @@ func NewKubeconfigPodSource(raw clientcmdapi.Config, contextFor func(cluster str
 		cfg.Wrap(s.clock(cluster).Wrap)
 		return NewMemberClients(cfg)
 	}
-	s.hint = func(err error) string {
+	s.hint = func(_ string, err error) string {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			return "grant the identity of this cluster's kubeconfig context list on pods and on the workload kinds (deployments, replicasets, statefulsets, jobs, custom kinds), see deploy/members/rbac.yaml"
 		}
@@ -252,7 +253,7 @@ func (s *ClientPodSource) client(cluster string) (*MemberClients, error) {
 
 // proxyHint tells Karmada's refusals from the member's: the proxy forwards
 // member requests impersonating the caller, so both can say Forbidden.
-func proxyHint(err error) string {
+func proxyHint(cluster string, err error) string {
 	var status apierrors.APIStatus
 	if apierrors.IsForbidden(err) && errors.As(err, &status) {
 		if d := status.Status().Details; d != nil && d.Group == "cluster.karmada.io" {
@@ -262,10 +263,12 @@ func proxyHint(err error) string {
 	}
 	// The usual cause besides a cluster that is down: a Pull-mode member,
 	// registered by karmada-agent, whose apiserver the Karmada control plane
-	// cannot reach (local-up-karmada's member3).
+	// cannot reach (local-up-karmada's member3). Its Cluster is not read
+	// here (a kubeconfig without member contexts costs no request), so the
+	// hint says what fixes it if it is one.
 	return "check that the cluster is Ready in Karmada; a Pull-mode cluster is usually not reachable through the proxy: " +
-		"read members through kubeconfig contexts named like the clusters with --estimator=kubeconfig " +
-		"(and --member-kubeconfig, e.g. local-up-karmada's members.config)"
+		"if " + cluster + " is one, give a kubeconfig with a context named " + cluster +
+		", through which it is read (--member-kubeconfig FILE, e.g. local-up-karmada's members.config)"
 }
 
 // activePodsSelector leaves out pods that will never run again; the original
@@ -475,7 +478,7 @@ func (s *ClientPodSource) listError(resource, cluster, namespace string, err err
 	}
 	msg := fmt.Sprintf("cannot list %s in %s of member cluster %s", resource, where, cluster)
 	if s.hint != nil {
-		msg += " (" + s.hint(err) + ")"
+		msg += " (" + s.hint(cluster, err) + ")"
 	}
 	return fmt.Errorf("%s: %w", msg, err)
 }

@@ -114,7 +114,7 @@ func TestClientPodSourceErrors(t *testing.T) {
 		return true, nil, errors.New("forbidden")
 	})
 	src = NewClientPodSource(func(string) (kubernetes.Interface, error) { return member, nil })
-	src.hint = func(error) string { return "grant it" }
+	src.hint = func(string, error) string { return "grant it" }
 	_, err = src.ListClusterObjects(context.Background(), "m1", ListRequest{Namespaces: []string{"default"}})
 	assert.ErrorContains(t, err, "cannot list pods in namespace default of member cluster m1 (grant it): forbidden")
 }
@@ -122,9 +122,11 @@ func TestClientPodSourceErrors(t *testing.T) {
 func TestProxyHint(t *testing.T) {
 	karmadaSide := apierrors.NewForbidden(schema.GroupResource{Group: "cluster.karmada.io", Resource: "clusters"}, "member1", errors.New("no"))
 	memberSide := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("no"))
-	assert.Contains(t, proxyHint(karmadaSide), "grant get on clusters/proxy in the Karmada apiserver")
-	assert.Contains(t, proxyHint(fmt.Errorf("wrapped: %w", memberSide)), "the member cluster refused the identity Karmada forwards")
-	assert.Contains(t, proxyHint(errors.New("connection refused")), "check that the cluster is Ready in Karmada")
+	assert.Contains(t, proxyHint("member1", karmadaSide), "grant get on clusters/proxy in the Karmada apiserver")
+	assert.Contains(t, proxyHint("member1", fmt.Errorf("wrapped: %w", memberSide)), "the member cluster refused the identity Karmada forwards")
+	assert.Equal(t, "check that the cluster is Ready in Karmada; a Pull-mode cluster is usually not reachable through the proxy: "+
+		"if member3 is one, give a kubeconfig with a context named member3, through which it is read (--member-kubeconfig FILE, e.g. local-up-karmada's members.config)",
+		proxyHint("member3", errors.New("connection refused")))
 }
 
 // TestPullAwareProxyPodSource: a Pull member with a context of its name is

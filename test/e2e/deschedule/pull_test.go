@@ -28,7 +28,7 @@ func TestDeschedulePullMember(t *testing.T) {
 	require.True(t, cp.Member("member3").Pull, "member3 is the Pull member of the default environment")
 	e := &env{deschedtest.New(t, cp, "pull-member")}
 	fixtures.TestNamespace(e.Ctx, t, e.C, e.NS)
-	e.createSeedExample()
+	e.createSeedExampleReadyAfter("5s")
 
 	before, want := e.strandIn("member3", "nginx-deployment", "nginx", e.WaitPods)
 
@@ -42,7 +42,7 @@ func TestDeschedulePullMember(t *testing.T) {
 	assert.NotEqual(t, cmd.ExitOK, code, "a pass that could not read a candidate cluster does not report success")
 	assert.Contains(t, stdout+stderr, "of member cluster member3 (")
 	assert.Contains(t, stdout+stderr, "a Pull-mode cluster is usually not reachable through the proxy")
-	assert.Contains(t, stdout+stderr, "--member-kubeconfig")
+	assert.Contains(t, stdout+stderr, "if member3 is one, give a kubeconfig with a context named member3, through which it is read (--member-kubeconfig FILE")
 	assert.Equal(t, before, e.settledPlacement("nginx"), "nothing is evicted for a binding whose candidate cluster could not be read")
 
 	// The default: member3 through its context, the other members through

@@ -39,6 +39,13 @@ func seedEnv(t *testing.T) *env {
 // replicas.
 func (e *env) createSeedExample() {
 	e.T.Helper()
+	e.createSeedExampleReadyAfter("")
+}
+
+// createSeedExampleReadyAfter is createSeedExample whose pods get ready
+// readyAfter after they start (at once when empty).
+func (e *env) createSeedExampleReadyAfter(readyAfter string) {
+	e.T.Helper()
 	policy := &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: "nginx-propagation"},
 		Spec: policyv1alpha1.PropagationSpec{
@@ -52,6 +59,9 @@ func (e *env) createSeedExample() {
 	d.Spec.Template.Spec.Containers[0].Name = "nginx"
 	d.Spec.Template.Spec.Containers[0].Image = "nginx"
 	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	if readyAfter != "" {
+		d.Spec.Template.Annotations = map[string]string{harness.ReadyAfterAnnotation: readyAfter}
+	}
 	e.CreateDeployment(d)
 	e.T.Cleanup(func() {
 		ctx := context.Background()

@@ -91,7 +91,7 @@ func TestFailbackFlappingCluster(t *testing.T) {
 	fixtures.TestNamespace(ctx, t, c, ns)
 	deleteRecords(t, c, "member1")
 	t.Cleanup(func() { deleteRecords(t, c, "member1") })
-	rt.Deployments(ctx, t, c, ns, "flappy")
+	readyWorkloads(ctx, t, c, ns, "5s", true, "flappy")
 
 	d := startDaemon(t, cp, "-n", ns, "--stabilization-window", window.String(), "--leader-elect-identity", "flap")
 	d.waitLog(t, "acting on recoveries", time.Minute)
