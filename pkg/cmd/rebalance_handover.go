@@ -81,8 +81,9 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine) waves.Mover {
 }
 
 // predictOne predicts one workload's fresh reschedule from a fresh read of
-// the clusters, its binding and the estimators: what a move stages.
-func (o *RebalanceOptions) predictOne(ctx context.Context, t rebalance.Target) (handover.Prediction, error) {
+// the clusters, its binding and the estimators: what a move stages. A held
+// binding is predicted without the hold's suspension.
+func (o *RebalanceOptions) predictOne(ctx context.Context, t rebalance.Target, held bool) (handover.Prediction, error) {
 	source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
 	if err != nil {
 		return handover.Prediction{}, err
@@ -92,6 +93,13 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, t rebalance.Target) (
 	in, err := source.Read(readCtx, []rebalance.Target{t}, false)
 	if err != nil {
 		return handover.Prediction{}, err
+	}
+	if b := in.Bindings[predict.Key(t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))]; held && b != nil && b.Spec.Suspension != nil {
+		// A binding held ahead of its move (the first of a recorded run) is
+		// predicted as the scheduler will see it once released.
+		b = b.DeepCopy()
+		b.Spec.Suspension.Scheduling = nil
+		in.Bindings[predict.Key(t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))] = b
 	}
 	opts := predict.Options{}
 	if info, err := o.karmadaRelease(); err == nil {

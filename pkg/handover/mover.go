@@ -26,8 +26,10 @@ type Prediction struct {
 }
 
 // Predictor tells where a fresh reschedule would put a workload's replicas
-// now (package predict, fed with the live clusters and estimators).
-type Predictor func(ctx context.Context, t rebalance.Target) (Prediction, error)
+// now (package predict, fed with the live clusters and estimators). held
+// says that the binding's scheduling is suspended by a hold of this move
+// (Mover.Hold), to be predicted as if it were not.
+type Predictor func(ctx context.Context, t rebalance.Target, held bool) (Prediction, error)
 
 // OneWriteMover moves a workload with a single trigger write, as a
 // rebalance did before this package (waves.BindingMover has this shape).
@@ -70,7 +72,11 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 	case err != nil:
 		return m.oneWrite(ctx, t, triggered, fmt.Sprintf("reading %s failed: %v", rebalance.BindingRef(t.Workload), err))
 	}
-	if l, lerr := readLedger(b); lerr != nil || l != nil {
+	var held *ledger
+	if l, lerr := readLedger(b); lerr == nil && l != nil && l.Hold {
+		// Suspended ahead of this move (Hold): carry on from there.
+		held = l
+	} else if lerr != nil || l != nil {
 		// A move of an earlier run that never ended: put the binding back
 		// as it was, then start afresh from what the scheduler sees now.
 		if b, err = m.undo(ctx, api, b); err != nil {
@@ -80,11 +86,84 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 			return row, nil
 		}
 	}
-	h := &handover{m: m, api: api, t: t, ns: ns, name: name, b: b}
+	h := &handover{m: m, api: api, t: t, ns: ns, name: name, b: b, held: held}
 	if move, why := h.plan(ctx); !move {
+		if held != nil {
+			// Lift the hold first: the one-write move writes the trigger.
+			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
+			_, err := m.undo(undoCtx, api, b)
+			cancel()
+			if err != nil {
+				row := m.row(t, b)
+				row.Message = fmt.Sprintf("%s was suspended ahead of its move and could not be released: %v; run the command again", rebalance.BindingRef(t.Workload), err)
+				triggered(row)
+				return row, nil
+			}
+		}
 		return m.oneWrite(ctx, t, triggered, why)
 	}
 	return h.run(ctx, triggered)
+}
+
+// Hold suspends the scheduling of t's binding ahead of its move, placement
+// unchanged, so that a trigger someone else writes before the move starts
+// (Karmada's workloadRebalancer controller, which triggers what a record
+// lists at its creationTimestamp) does not move the replicas in one write:
+// the scheduler leaves a suspended binding alone, and the move that comes
+// for it carries on from the hold and releases it with its own, later
+// trigger. It holds nothing (and says so) when the binding is missing,
+// already suspended, or would not move make-before-break anyway; Unhold
+// lifts a hold no move took over.
+func (m *Mover) Hold(ctx context.Context, t rebalance.Target) (bool, error) {
+	api := bindings{client: m.Karmada}
+	b, err := api.get(ctx, t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	if l, lerr := readLedger(b); lerr != nil || l != nil || b.Spec.SchedulingSuspended() || b.Spec.Replicas == 0 {
+		return false, nil
+	}
+	if limits, err := m.Budget.Resolve(b.Spec.Replicas); err != nil || limits.OneWrite(b.Spec.Replicas) {
+		return false, nil
+	}
+	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
+		return false, nil
+	}
+	l := ledger{Original: b.Spec.Clusters, Hold: true, HadSuspension: b.Spec.Suspension != nil,
+		Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
+	if now, ok := m.Clock.Now(); ok {
+		l.Started = metav1.NewTime(now)
+	}
+	body, err := holdPatch(b.ResourceVersion, l)
+	if err != nil {
+		return false, err
+	}
+	written, err := api.patch(ctx, b.Namespace, b.Name, body)
+	if err != nil {
+		return false, err
+	}
+	return written.Spec.SchedulingSuspended(), nil
+}
+
+// Unhold lifts a hold of t's binding that no move took over (the binding
+// as it was, its trigger too); anything else is left alone.
+func (m *Mover) Unhold(ctx context.Context, t rebalance.Target) error {
+	api := bindings{client: m.Karmada}
+	b, err := api.get(ctx, t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if l, lerr := readLedger(b); lerr != nil || l == nil || !l.Hold {
+		return nil
+	}
+	_, err = m.undo(ctx, api, b)
+	return err
 }
 
 // oneWrite hands the workload to the one-write move; note, when set, says
@@ -164,6 +243,8 @@ type handover struct {
 	t        rebalance.Target
 	ns, name string
 	b        *workv1alpha2.ResourceBinding
+	// held is the ledger of a hold the move carries on from (Hold).
+	held *ledger
 
 	replicas int32
 	limits   Limits
@@ -181,6 +262,10 @@ type handover struct {
 // the same: nothing to keep, or nothing to start first).
 func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	b := h.b
+	if h.held != nil {
+		// Judge the binding as it was before the hold suspended it.
+		b = asBeforeHold(b)
+	}
 	h.replicas = b.Spec.Replicas
 	if h.replicas == 0 {
 		return false, ""
@@ -200,7 +285,7 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
 		return false, "the binding's last scheduling did not succeed, so there is no running placement to keep"
 	}
-	pred, err := h.m.Predict(ctx, h.t)
+	pred, err := h.m.Predict(ctx, h.t, h.held != nil)
 	switch {
 	case err != nil:
 		return false, "the new placement could not be predicted: " + err.Error()
@@ -216,7 +301,12 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	}
 	start := readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), h.original)
 	h.floor = max(start-limits.Unavailable, 0)
-	h.ledger = ledger{Original: b.Spec.Clusters, Target: pred.Placements[0], HadSuspension: b.Spec.Suspension != nil}
+	h.ledger = ledger{Original: b.Spec.Clusters, Target: pred.Placements[0], HadSuspension: b.Spec.Suspension != nil,
+		Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
+	if h.held != nil {
+		// What the binding held before the hold, not what was written since.
+		h.ledger.HadSuspension, h.ledger.Trigger = h.held.HadSuspension, h.held.Trigger
+	}
 	return true, ""
 }
 
@@ -323,7 +413,7 @@ func (h *handover) place(ctx context.Context, p placement, first bool) error {
 	staged := p.clusters()
 	written, err := writeGuarded(ctx, h.api, h.b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
 		if first {
-			if b.Spec.SchedulingSuspended() {
+			if l, _ := readLedger(b); b.Spec.SchedulingSuspended() && (h.held == nil || l == nil || !l.Hold) {
 				return nil, fmt.Errorf("scheduling of %s was suspended by someone else meanwhile", rebalance.BindingRef(h.t.Workload))
 			}
 			if now, ok := h.m.Clock.Now(); ok {

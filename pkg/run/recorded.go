@@ -124,10 +124,21 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		Notify: notice,
 	}
 	var engine *waves.Engine
-	if req.waved() {
+	mover := req.recordMover()
+	switch {
+	case req.waved():
+		engine = e.waveEngine(req)
+	case mover != nil:
+		// A recorded run all at once whose workloads move make-before-break
+		// goes through the wave engine too, every workload in flight at
+		// once (up to Workers): the record must grow as the moves release
+		// their bindings, or Karmada's controller would trigger every
+		// workload it lists in one write.
+		engine = e.movedRecordEngine(req, mover)
+	}
+	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
-		engine = e.waveEngine(req)
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 			engine.FreshTrigger = fresh
 			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
@@ -147,7 +158,13 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	runCtx, cancel := e.withDeadline(ctx, req.Deadline)
 	defer cancel()
 
-	obj, applied, prepared, err := e.applyRecord(runCtx, rec, plan)
+	hold := holdFirst(mover, plan, uids)
+	obj, applied, prepared, err := e.applyRecord(runCtx, rec, plan, hold)
+	if hold != nil {
+		// A hold no move took over (the run ended before it started) is
+		// lifted; one a move took over is gone already.
+		defer hold.lift(ctx, notice)
+	}
 	if err != nil && runCtx.Err() != nil {
 		why := "interrupted"
 		if ctx.Err() == nil {
@@ -159,7 +176,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return nil, err
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
-	if engine != nil {
+	if req.waved() {
 		// A resumed run keeps the failure budget its earlier runs spent.
 		engine.FailuresSpent = record.FailuresSpent(obj)
 	}
@@ -187,7 +204,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	}
 	result := &Result{Record: obj}
 	result.setRows(rows)
-	if engine != nil {
+	if req.waved() {
 		result.Waves = engine.Last
 	}
 	if rows != nil && req.Hooks.Rows != nil {
@@ -196,7 +213,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		}
 	}
 	notes.report(notice, e.Release)
-	if engine != nil {
+	if req.waved() {
 		if line := WaveStop(engine.Last, obj.Name); line != "" {
 			notice(line)
 		}
@@ -253,7 +270,7 @@ func (r *Result) setRows(rows []rebalance.Row) {
 // one to it. Before creating, it lets the server's clock pass the bindings'
 // last schedules, so that the creationTimestamp works as a trigger; the
 // client dry run doing that is returned (nil when nothing was created).
-func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
+func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan, hold *heldTarget) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
 	desired := plan.desired.DeepCopy()
 	targets := recordTargets(desired.Spec.Workloads, rec.UIDs)
 	opts := plan.apply
@@ -284,6 +301,9 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 			// is set once they all are (Recorder.HeldTTL).
 			desired.Spec.Workloads = plan.grow[:1]
 			desired.Spec.TTLSecondsAfterFinished = nil
+			if err := hold.take(ctx); err != nil {
+				return nil, "", nil, e.explain(err)
+			}
 		}
 	}
 
