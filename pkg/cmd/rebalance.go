@@ -392,7 +392,7 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		// every other run, recorded or not, moves make-before-break (a
 		// recorded one grows its record as the moves release, see
 		// run.Engine.runRecorded).
-		if mover := o.handoverMover(engine); mover != nil {
+		if mover := o.handoverMover(engine, req.Targets); mover != nil {
 			req.Mover = mover
 			if req.Waves != nil {
 				req.Waves.Mover = mover

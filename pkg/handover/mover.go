@@ -26,10 +26,10 @@ type Prediction struct {
 }
 
 // Predictor tells where a fresh reschedule would put a workload's replicas
-// now (package predict, fed with the live clusters and estimators). held
-// says that the binding's scheduling is suspended by a hold of this move
-// (Mover.Hold), to be predicted as if it were not.
-type Predictor func(ctx context.Context, t rebalance.Target, held bool) (Prediction, error)
+// now (package predict, fed with the live clusters and estimators). b is
+// the workload's binding as the move just read it (a binding held by
+// Mover.Hold as it was before the hold), so the predictor need not read it.
+type Predictor func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (Prediction, error)
 
 // OneWriteMover moves a workload with a single trigger write, as a
 // rebalance did before this package (waves.BindingMover has this shape).
@@ -58,6 +58,14 @@ type Mover struct {
 	WaitReady bool
 	// UndoTimeout bounds the undo of an interrupted move; zero means 10s.
 	UndoTimeout time.Duration
+}
+
+// WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
+// recorded run hands it a mover that triggers as its record does.
+func (m *Mover) WithOneWrite(oneWrite OneWriteMover) *Mover {
+	c := *m
+	c.OneWrite = oneWrite
+	return &c
 }
 
 // Move implements waves.Mover.
@@ -123,29 +131,36 @@ func (m *Mover) Hold(ctx context.Context, t rebalance.Target) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	if l, lerr := readLedger(b); lerr != nil || l != nil || b.Spec.SchedulingSuspended() || b.Spec.Replicas == 0 {
-		return false, nil
-	}
-	if limits, err := m.Budget.Resolve(b.Spec.Replicas); err != nil || limits.OneWrite(b.Spec.Replicas) {
-		return false, nil
-	}
-	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
-		return false, nil
-	}
-	l := ledger{Original: b.Spec.Clusters, Hold: true, HadSuspension: b.Spec.Suspension != nil,
-		Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
-	if now, ok := m.Clock.Now(); ok {
-		l.Started = metav1.NewTime(now)
-	}
-	body, err := holdPatch(b.ResourceVersion, l)
-	if err != nil {
-		return false, err
-	}
-	written, err := api.patch(ctx, b.Namespace, b.Name, body)
-	if err != nil {
+	held := false
+	written, err := writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		if held = m.holds(b); !held {
+			return nil, nil
+		}
+		l := ledger{Original: b.Spec.Clusters, Hold: true, HadSuspension: b.Spec.Suspension != nil,
+			Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
+		if now, ok := m.Clock.Now(); ok {
+			l.Started = metav1.NewTime(now)
+		}
+		return holdPatch(b.ResourceVersion, l)
+	})
+	if err != nil || !held {
 		return false, err
 	}
 	return written.Spec.SchedulingSuspended(), nil
+}
+
+// holds reports whether Hold suspends b: a binding the scheduler has
+// placed, not suspended already, whose move the budget does not leave to
+// one write.
+func (m *Mover) holds(b *workv1alpha2.ResourceBinding) bool {
+	if l, lerr := readLedger(b); lerr != nil || l != nil || b.Spec.SchedulingSuspended() || b.Spec.Replicas == 0 {
+		return false
+	}
+	if limits, err := m.Budget.Resolve(b.Spec.Replicas); err != nil || limits.OneWrite(b.Spec.Replicas) {
+		return false
+	}
+	c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // Unhold lifts a hold of t's binding that no move took over (the binding
@@ -285,7 +300,7 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
 		return false, "the binding's last scheduling did not succeed, so there is no running placement to keep"
 	}
-	pred, err := h.m.Predict(ctx, h.t, h.held != nil)
+	pred, err := h.m.Predict(ctx, h.t, b)
 	switch {
 	case err != nil:
 		return false, "the new placement could not be predicted: " + err.Error()

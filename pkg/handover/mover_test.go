@@ -134,7 +134,7 @@ func TestMoveKeepsReadyReplicas(t *testing.T) {
 	clock.Observe(time.Now())
 	one := &noOneWrite{}
 	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: one,
-		Predict: func(context.Context, rebalance.Target, bool) (Prediction, error) {
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
 			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
 		}}
 	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
@@ -181,7 +181,7 @@ func TestHeldMoveIsNotBypassedByATrigger(t *testing.T) {
 	clock.Observe(time.Now())
 	one := &noOneWrite{}
 	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: one,
-		Predict: func(context.Context, rebalance.Target, bool) (Prediction, error) {
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
 			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
 		}}
 	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
@@ -130,17 +131,25 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		engine = e.waveEngine(req)
 	case mover != nil:
 		// A recorded run all at once whose workloads move make-before-break
-		// goes through the wave engine too, every workload in flight at
-		// once (up to Workers): the record must grow as the moves release
-		// their bindings, or Karmada's controller would trigger every
-		// workload it lists in one write.
+		// hands them to the wave engine too, up to Workers in flight; every
+		// one is held before the record exists (holdRecorded).
 		engine = e.movedRecordEngine(req, mover)
 	}
+	if req.waved() {
+		// The record grows as the waves start workloads (see record.grower).
+		rec.Planned = recordTargets(plan.desired.Spec.Workloads, uids)
+		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
+		plan.grow = engine.Ordered(rec.Planned)
+	}
+	hold := holdRecorded(mover, plan, uids)
 	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 			engine.FreshTrigger = fresh
+			if m, ok := mover.(*handover.Mover); ok {
+				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold)
+			}
 			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
 				err := ledger(r)
 				if errors.Is(err, record.ErrRebalancerGone) {
@@ -149,16 +158,11 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 				return err
 			})
 		}
-		// The record grows as the waves start workloads (see record.grower).
-		rec.Planned = recordTargets(plan.desired.Spec.Workloads, uids)
-		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
-		plan.grow = engine.Ordered(rec.Planned)
 	}
 
 	runCtx, cancel := e.withDeadline(ctx, req.Deadline)
 	defer cancel()
 
-	hold := holdFirst(mover, plan, uids)
 	obj, applied, prepared, err := e.applyRecord(runCtx, rec, plan, hold)
 	if hold != nil {
 		// A hold no move took over (the run ended before it started) is
@@ -268,9 +272,10 @@ func (r *Result) setRows(rows []rebalance.Row) {
 
 // applyRecord creates the WorkloadRebalancer of plan, or brings an existing
 // one to it. Before creating, it lets the server's clock pass the bindings'
-// last schedules, so that the creationTimestamp works as a trigger; the
-// client dry run doing that is returned (nil when nothing was created).
-func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan, hold *heldTarget) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
+// last schedules, so that the creationTimestamp works as a trigger, and
+// holds the bindings of hold (make-before-break moves, see heldTargets);
+// the client dry run is returned (nil when nothing was created).
+func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan, hold *heldTargets) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
 	desired := plan.desired.DeepCopy()
 	targets := recordTargets(desired.Spec.Workloads, rec.UIDs)
 	opts := plan.apply
@@ -301,9 +306,9 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 			// is set once they all are (Recorder.HeldTTL).
 			desired.Spec.Workloads = plan.grow[:1]
 			desired.Spec.TTLSecondsAfterFinished = nil
-			if err := hold.take(ctx); err != nil {
-				return nil, "", nil, e.explain(err)
-			}
+		}
+		if err := hold.take(ctx); err != nil {
+			return nil, "", nil, e.explain(err)
 		}
 	}
 

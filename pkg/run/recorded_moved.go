@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
@@ -51,47 +52,104 @@ type holder interface {
 	Unhold(ctx context.Context, t rebalance.Target) error
 }
 
-// heldTarget is the first workload of a growing record, whose binding is
-// held before the record is created: Karmada's workloadRebalancer
-// controller triggers what a new record lists at its creationTimestamp, and
-// on a held binding that trigger moves nothing; the workload's move carries
-// on from the hold and releases it with its own trigger.
-type heldTarget struct {
-	mover  holder
-	target rebalance.Target
-	held   bool
+// heldTargets are the workloads of a record about to be created whose
+// bindings are held first: Karmada's workloadRebalancer controller
+// triggers what a new record lists at its creationTimestamp, and on a held
+// binding that trigger moves nothing; each workload's move carries on from
+// its hold and releases it with its own, later trigger. A waved record is
+// created with its first workload only (it grows as the moves release), so
+// only that one is held; a record all at once lists, and holds, them all.
+type heldTargets struct {
+	mover   holder
+	targets []rebalance.Target
+	held    []rebalance.Target
 }
 
-// holdFirst returns the hold of plan's first workload, nil when the run's
-// mover cannot hold or the record does not grow.
-func holdFirst(mover waves.Mover, plan *recordPlan, uids map[rebalance.Workload]types.UID) *heldTarget {
+// holdRecorded returns the holds of plan's record, nil when the run's
+// mover cannot hold.
+func holdRecorded(mover waves.Mover, plan *recordPlan, uids map[rebalance.Workload]types.UID) *heldTargets {
 	h, ok := mover.(holder)
-	if !ok || len(plan.grow) == 0 {
+	if !ok {
 		return nil
 	}
-	w := plan.grow[0]
-	return &heldTarget{mover: h, target: rebalance.Target{Workload: w, UID: uids[w]}}
+	ws := plan.desired.Spec.Workloads
+	if len(plan.grow) > 0 {
+		ws = plan.grow[:1]
+	}
+	return &heldTargets{mover: h, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, uids)), uids)}
 }
 
-// take holds the binding; nil (nothing held) is fine.
-func (h *heldTarget) take(ctx context.Context) error {
+// take holds the bindings; one that is not held (missing, suspended by
+// someone else, nothing to keep) is left to its move.
+func (h *heldTargets) take(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
-	held, err := h.mover.Hold(ctx, h.target)
-	h.held = held
-	return err
+	for _, t := range h.targets {
+		held, err := h.mover.Hold(ctx, t)
+		if err != nil {
+			return err
+		}
+		if held {
+			h.held = append(h.held, t)
+		}
+	}
+	return nil
 }
 
-// lift lifts the hold unless a move took it over, and tells notice when
-// it could not: the next run's move of the workload carries on from it.
-func (h *heldTarget) lift(ctx context.Context, notice func(string)) {
-	if h == nil || !h.held {
+// lift lifts the holds no move took over, and tells notice of one it
+// could not lift: the next run's move of that workload carries on from it.
+func (h *heldTargets) lift(ctx context.Context, notice func(string)) {
+	if h == nil || len(h.held) == 0 {
 		return
 	}
 	liftCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := h.mover.Unhold(liftCtx, h.target); err != nil {
-		notice(fmt.Sprintf("warning: %s stays suspended ahead of its move (%v); running the same command again moves it", rebalance.BindingRef(h.target.Workload), err))
+	for _, t := range h.held {
+		if err := h.mover.Unhold(liftCtx, t); err != nil {
+			notice(fmt.Sprintf("warning: %s stays suspended ahead of its move (%v); running the same command again moves it", rebalance.BindingRef(t.Workload), err))
+		}
 	}
+}
+
+// recordMoves is the mover of one pass of a recorded run: the workloads
+// this run held before creating the record, or starts beyond it (fresh),
+// move make-before-break; every other one was listed in the record before
+// (a spec edit, a record run again), so Karmada's controller has triggered
+// it at the creationTimestamp already, and the run triggers it as the
+// record's own, as does a workload the handover leaves to one write.
+func recordMoves(m *handover.Mover, runner *rebalance.Runner, waitReady bool, fresh func(rebalance.Workload) bool, hold *heldTargets) waves.Mover {
+	template := *runner
+	template.Triggered = nil
+	oneWrite := &waves.BindingMover{Runner: &template, WaitReady: waitReady, FreshTrigger: fresh}
+	return passMover{handover: m.WithOneWrite(oneWrite), oneWrite: oneWrite, moves: func(w rebalance.Workload) bool {
+		return fresh(w) || hold.has(w)
+	}}
+}
+
+// passMover sends the workloads moves selects to handover, the others to
+// oneWrite.
+type passMover struct {
+	handover, oneWrite waves.Mover
+	moves              func(rebalance.Workload) bool
+}
+
+func (p passMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
+	if p.moves(t.Workload) {
+		return p.handover.Move(ctx, t, triggered)
+	}
+	return p.oneWrite.Move(ctx, t, triggered)
+}
+
+// has reports whether w's binding was held.
+func (h *heldTargets) has(w rebalance.Workload) bool {
+	if h == nil {
+		return false
+	}
+	for _, t := range h.held {
+		if t.Workload == w {
+			return true
+		}
+	}
+	return false
 }
