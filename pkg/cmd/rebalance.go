@@ -387,10 +387,12 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !recorded {
-		// Recorded runs keep their one-write triggers: the record is the
-		// WorkloadRebalancer Karmada's controller also acts on.
-		if mover := o.handoverMover(engine); mover != nil {
+	if !o.ServerSide {
+		// A server-side run leaves its triggers to Karmada's controller;
+		// every other run, recorded or not, moves make-before-break (a
+		// recorded one grows its record as the moves release, see
+		// run.Engine.runRecorded).
+		if mover := o.handoverMover(engine, req.Targets); mover != nil {
 			req.Mover = mover
 			if req.Waves != nil {
 				req.Waves.Mover = mover

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -50,7 +51,7 @@ func (h *handoverOptions) oneWrite() bool {
 // handoverMover builds the make-before-break mover of a run on engine, or
 // nil with a warning on stderr when the control plane's Karmada cannot
 // suspend scheduling (v1.12), or the flags ask for one-write moves.
-func (o *RebalanceOptions) handoverMover(engine *run.Engine) waves.Mover {
+func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance.Target) waves.Mover {
 	if o.DryRun != rebalance.DryRunNone || o.oneWrite() {
 		return nil
 	}
@@ -73,31 +74,82 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine) waves.Mover {
 	return &handover.Mover{
 		Karmada:   engine.Karmada,
 		Clock:     engine.Clock,
-		Predict:   o.predictOne,
+		Predict:   o.predictor(targets),
 		Budget:    o.budget,
 		OneWrite:  oneWrite,
 		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
 	}
 }
 
-// predictOne predicts one workload's fresh reschedule from a fresh read of
-// the clusters, its binding and the estimators: what a move stages.
-func (o *RebalanceOptions) predictOne(ctx context.Context, t rebalance.Target) (handover.Prediction, error) {
-	source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
-	if err != nil {
-		return handover.Prediction{}, err
+// moveReadsMaxAge is how long the clusters, estimators and members read for
+// the moves of a run serve further moves: every move that starts within
+// it predicts from the same read (a run all at once reads once), a later
+// one reads again (a wave that starts after the earlier moves released).
+const moveReadsMaxAge = 10 * time.Second
+
+// moveReads is what the make-before-break moves of one run predict from,
+// read at most once every moveReadsMaxAge however many workloads move:
+// the clusters, the bindings of the run's namespaces (which say whether
+// the members' capacity matters), the estimators and the members' nodes
+// and pods. Each move brings its own fresh read of its binding.
+type moveReads struct {
+	read func(ctx context.Context) (predict.Input, error)
+	now  func() time.Time
+
+	mu sync.Mutex // held across a read, so moves that start together wait for one
+	in predict.Input
+	at time.Time
+	ok bool
+}
+
+// input returns the shared read, reading again once it is older than
+// moveReadsMaxAge; the caller holds mu.
+func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
+	if r.ok && r.now().Sub(r.at) < moveReadsMaxAge {
+		return r.in, nil
 	}
-	readCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	in, err := source.Read(readCtx, []rebalance.Target{t}, false)
+	in, err := r.read(ctx)
 	if err != nil {
-		return handover.Prediction{}, err
+		return in, err
 	}
+	r.in, r.at, r.ok = in, r.now(), true
+	return in, nil
+}
+
+// predictor is the handover.Predictor of a run's moves over targets: one
+// shared read (moveReads), one prediction per move from it and the binding
+// the move just read.
+func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predictor {
+	reads := &moveReads{now: time.Now, read: func(ctx context.Context) (predict.Input, error) {
+		source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
+		if err != nil {
+			return predict.Input{}, err
+		}
+		readCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return source.Read(readCtx, targets, false)
+	}}
+	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+		reads.mu.Lock()
+		defer reads.mu.Unlock()
+		in, err := reads.input(ctx)
+		if err != nil {
+			return handover.Prediction{}, err
+		}
+		return o.predictOne(ctx, in, t, b)
+	}
+}
+
+// predictOne predicts one workload's fresh reschedule from in, with b as
+// its binding: what a move stages.
+func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+	one := in
+	one.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
 	opts := predict.Options{}
 	if info, err := o.karmadaRelease(); err == nil {
 		opts.Release = &info
 	}
-	predictions, err := predict.Predict(readCtx, in, []rebalance.Target{t}, opts)
+	predictions, err := predict.Predict(ctx, one, []rebalance.Target{t}, opts)
 	if err != nil || len(predictions) != 1 {
 		return handover.Prediction{}, fmt.Errorf("predicting %s: %v", t.Workload, err)
 	}
@@ -111,10 +163,10 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, t rebalance.Target) (
 		return out, nil
 	case predict.CannotPredict:
 		if p.Reason == predict.ReasonReleaseDependent && len(p.Possible) > 0 {
-			// The detected range holds releases that divide differently
-			// (v1.15 against v1.16 and v1.17): stage what any of them
-			// starts, release the newest one's division, and let the
-			// scheduler decide among what is already running.
+			// The detection could only bound the release to a range whose
+			// releases divide differently: stage what any of them starts,
+			// release the newest one's division, and let the scheduler
+			// decide among what is already running.
 			return handover.Prediction{Placements: p.Possible}, nil
 		}
 	}

@@ -143,6 +143,17 @@ type ledger struct {
 	HadSuspension bool `json:"hadSuspension,omitempty"`
 	// Started is when the move suspended the binding (server time).
 	Started metav1.Time `json:"started"`
+	// Hold marks a binding suspended ahead of its move, placement
+	// unchanged (Mover.Hold): the move that comes for it carries on from
+	// the hold instead of undoing it.
+	Hold bool `json:"hold,omitempty"`
+	// Trigger is spec.rescheduleTriggeredAt before the move, kept when
+	// TriggerSaved: an undo writes it back, so that a trigger someone wrote
+	// while the binding was suspended (Karmada's workloadRebalancer
+	// controller acting on a record, at its creationTimestamp) does not
+	// turn into a one-write reschedule the moment the suspension is lifted.
+	Trigger      *metav1.Time `json:"trigger,omitempty"`
+	TriggerSaved bool         `json:"triggerSaved,omitempty"`
 }
 
 // LedgerAnnotation marks a binding whose scheduling this plugin suspended
@@ -192,6 +203,20 @@ func stagePatch(resourceVersion string, l ledger, staged clusters) ([]byte, erro
 	})
 }
 
+// holdPatch suspends scheduling and records a hold ledger, placement
+// unchanged.
+func holdPatch(resourceVersion string, l ledger) ([]byte, error) {
+	raw, err := json.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	value := string(raw)
+	return json.Marshal(map[string]any{
+		"metadata": patchMeta{ResourceVersion: resourceVersion, Annotations: map[string]*string{LedgerAnnotation: &value}},
+		"spec":     map[string]any{"suspension": map[string]any{"scheduling": true}},
+	})
+}
+
 // placePatch changes the staged placement of a suspended binding.
 func placePatch(resourceVersion string, staged clusters) ([]byte, error) {
 	return json.Marshal(map[string]any{
@@ -227,15 +252,19 @@ func releasePatch(resourceVersion string, l *ledger, at metav1.Time, predicted c
 	})
 }
 
-// undoPatch puts the original placement back, lifts the suspension and
-// drops the ledger.
+// undoPatch puts the original placement back (and the original trigger,
+// when the ledger saved it), lifts the suspension and drops the ledger.
 func undoPatch(resourceVersion string, l *ledger) ([]byte, error) {
+	spec := map[string]any{
+		"suspension": liftSuspension(l),
+		"clusters":   l.Original,
+	}
+	if l.TriggerSaved {
+		spec["rescheduleTriggeredAt"] = l.Trigger // nil removes one written meanwhile
+	}
 	return json.Marshal(map[string]any{
 		"metadata": patchMeta{ResourceVersion: resourceVersion, Annotations: map[string]*string{LedgerAnnotation: nil}},
-		"spec": map[string]any{
-			"suspension": liftSuspension(l),
-			"clusters":   l.Original,
-		},
+		"spec":     spec,
 	})
 }
 
@@ -246,4 +275,21 @@ func letGoPatch(resourceVersion string, l *ledger) ([]byte, error) {
 		"metadata": patchMeta{ResourceVersion: resourceVersion, Annotations: map[string]*string{LedgerAnnotation: nil}},
 		"spec":     map[string]any{"suspension": liftSuspension(l)},
 	})
+}
+
+// asBeforeHold returns b as it was before a hold (Mover.Hold) suspended its
+// scheduling, for a prediction of its move: a held binding is suspended
+// only so that no one else's trigger moves it first. Any other binding is
+// returned as it is.
+func asBeforeHold(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
+	l, err := readLedger(b)
+	if err != nil || l == nil || !l.Hold || b.Spec.Suspension == nil {
+		return b
+	}
+	out := b.DeepCopy()
+	out.Spec.Suspension.Scheduling = nil
+	if !l.HadSuspension {
+		out.Spec.Suspension = nil
+	}
+	return out
 }

@@ -28,8 +28,10 @@ type Prediction struct {
 }
 
 // Predictor tells where a fresh reschedule would put a workload's replicas
-// now (package predict, fed with the live clusters and estimators).
-type Predictor func(ctx context.Context, t rebalance.Target) (Prediction, error)
+// now (package predict, fed with the live clusters and estimators). b is
+// the workload's binding as the move just read it (a binding held by
+// Mover.Hold as it was before the hold), so the predictor need not read it.
+type Predictor func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (Prediction, error)
 
 // OneWriteMover moves a workload with a single trigger write, as a
 // rebalance did before this package (waves.BindingMover has this shape).
@@ -60,6 +62,14 @@ type Mover struct {
 	UndoTimeout time.Duration
 }
 
+// WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
+// recorded run hands it a mover that triggers as its record does.
+func (m *Mover) WithOneWrite(oneWrite OneWriteMover) *Mover {
+	c := *m
+	c.OneWrite = oneWrite
+	return &c
+}
+
 // Move implements waves.Mover.
 func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	api := bindings{client: m.Karmada}
@@ -72,7 +82,11 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 	case err != nil:
 		return m.oneWrite(ctx, t, triggered, fmt.Sprintf("reading %s failed: %v", rebalance.BindingRef(t.Workload), err))
 	}
-	if l, lerr := readLedger(b); lerr != nil || l != nil {
+	var held *ledger
+	if l, lerr := readLedger(b); lerr == nil && l != nil && l.Hold {
+		// Suspended ahead of this move (Hold): carry on from there.
+		held = l
+	} else if lerr != nil || l != nil {
 		// A move of an earlier run that never ended: put the binding back
 		// as it was, then start afresh from what the scheduler sees now.
 		if b, err = m.undo(ctx, api, b); err != nil {
@@ -82,11 +96,91 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 			return row, nil
 		}
 	}
-	h := &handover{m: m, api: api, t: t, ns: ns, name: name, b: b}
+	h := &handover{m: m, api: api, t: t, ns: ns, name: name, b: b, held: held}
 	if move, why := h.plan(ctx); !move {
+		if held != nil {
+			// Lift the hold first: the one-write move writes the trigger.
+			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
+			_, err := m.undo(undoCtx, api, b)
+			cancel()
+			if err != nil {
+				row := m.row(t, b)
+				row.Message = fmt.Sprintf("%s was suspended ahead of its move and could not be released: %v; run the command again", rebalance.BindingRef(t.Workload), err)
+				triggered(row)
+				return row, nil
+			}
+		}
 		return m.oneWrite(ctx, t, triggered, why)
 	}
 	return h.run(ctx, triggered)
+}
+
+// Hold suspends the scheduling of t's binding ahead of its move, placement
+// unchanged, so that a trigger someone else writes before the move starts
+// (Karmada's workloadRebalancer controller, which triggers what a record
+// lists at its creationTimestamp) does not move the replicas in one write:
+// the scheduler leaves a suspended binding alone, and the move that comes
+// for it carries on from the hold and releases it with its own, later
+// trigger. It holds nothing (and says so) when the binding is missing,
+// already suspended, or would not move make-before-break anyway; Unhold
+// lifts a hold no move took over.
+func (m *Mover) Hold(ctx context.Context, t rebalance.Target) (bool, error) {
+	api := bindings{client: m.Karmada}
+	b, err := api.get(ctx, t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	held := false
+	written, err := writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		if held = m.holds(b); !held {
+			return nil, nil
+		}
+		l := ledger{Original: b.Spec.Clusters, Hold: true, HadSuspension: b.Spec.Suspension != nil,
+			Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
+		if now, ok := m.Clock.Now(); ok {
+			l.Started = metav1.NewTime(now)
+		}
+		return holdPatch(b.ResourceVersion, l)
+	})
+	if err != nil || !held {
+		return false, err
+	}
+	return written.Spec.SchedulingSuspended(), nil
+}
+
+// holds reports whether Hold suspends b: a binding the scheduler has
+// placed, not suspended already, whose move the budget does not leave to
+// one write.
+func (m *Mover) holds(b *workv1alpha2.ResourceBinding) bool {
+	if l, lerr := readLedger(b); lerr != nil || l != nil || b.Spec.SchedulingSuspended() || b.Spec.Replicas == 0 {
+		return false
+	}
+	if limits, err := m.Budget.Resolve(b.Spec.Replicas); err != nil || limits.OneWrite(b.Spec.Replicas) {
+		return false
+	}
+	c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// Unhold lifts a hold of t's binding that no move took over (the binding
+// as it was, its trigger too); anything else is left alone.
+func (m *Mover) Unhold(ctx context.Context, t rebalance.Target) error {
+	api := bindings{client: m.Karmada}
+	b, err := api.get(ctx, t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if l, lerr := readLedger(b); lerr != nil || l == nil || !l.Hold {
+		return nil
+	}
+	_, err = m.undo(ctx, api, b)
+	return err
 }
 
 // oneWrite hands the workload to the one-write move; note, when set, says
@@ -166,6 +260,8 @@ type handover struct {
 	t        rebalance.Target
 	ns, name string
 	b        *workv1alpha2.ResourceBinding
+	// held is the ledger of a hold the move carries on from (Hold).
+	held *ledger
 
 	replicas int32
 	limits   Limits
@@ -186,6 +282,10 @@ type handover struct {
 // the same: nothing to keep, or nothing to start first).
 func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	b := h.b
+	if h.held != nil {
+		// Judge the binding as it was before the hold suspended it.
+		b = asBeforeHold(b)
+	}
 	h.replicas = b.Spec.Replicas
 	if h.replicas == 0 {
 		return false, ""
@@ -205,7 +305,7 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
 		return false, "the binding's last scheduling did not succeed, so there is no running placement to keep"
 	}
-	pred, err := h.m.Predict(ctx, h.t)
+	pred, err := h.m.Predict(ctx, h.t, b)
 	switch {
 	case err != nil:
 		return false, "the new placement could not be predicted: " + err.Error()
@@ -221,7 +321,12 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	}
 	start := readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), h.original)
 	h.floor = max(start-limits.Unavailable, 0)
-	h.ledger = ledger{Original: b.Spec.Clusters, Target: pred.Placements[0], HadSuspension: b.Spec.Suspension != nil}
+	h.ledger = ledger{Original: b.Spec.Clusters, Target: pred.Placements[0], HadSuspension: b.Spec.Suspension != nil,
+		Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
+	if h.held != nil {
+		// What the binding held before the hold, not what was written since.
+		h.ledger.HadSuspension, h.ledger.Trigger = h.held.HadSuspension, h.held.Trigger
+	}
 	return true, ""
 }
 
@@ -342,7 +447,7 @@ func (h *handover) place(ctx context.Context, p placement, first bool) error {
 	staged := p.clusters()
 	written, err := writeGuarded(ctx, h.api, h.b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
 		if first {
-			if b.Spec.SchedulingSuspended() {
+			if l, _ := readLedger(b); b.Spec.SchedulingSuspended() && (h.held == nil || l == nil || !l.Hold) {
 				return nil, fmt.Errorf("scheduling of %s was suspended by someone else meanwhile", rebalance.BindingRef(h.t.Workload))
 			}
 			if now, ok := h.m.Clock.Now(); ok {

@@ -134,7 +134,7 @@ func TestMoveKeepsReadyReplicas(t *testing.T) {
 	clock.Observe(time.Now())
 	one := &noOneWrite{}
 	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: one,
-		Predict: func(context.Context, rebalance.Target) (Prediction, error) {
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
 			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
 		}}
 	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
@@ -151,6 +151,97 @@ func TestMoveKeepsReadyReplicas(t *testing.T) {
 	assert.False(t, rb.Spec.SchedulingSuspended())
 	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
 	assert.Equal(t, tc("member1", 1, "member2", 2), rb.Spec.Clusters)
+}
+
+// controllerTrigger plays Karmada's workloadRebalancer controller acting on
+// a record created now: it writes the record's creationTimestamp as the
+// binding's trigger.
+func controllerTrigger(ctx context.Context, t *testing.T, client *fake.Clientset) metav1.Time {
+	t.Helper()
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	at := metav1.NewTime(time.Now().Truncate(time.Second))
+	rb.Spec.RescheduleTriggeredAt = &at
+	_, err = client.WorkV1alpha2().ResourceBindings("default").Update(ctx, rb, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	return at
+}
+
+// TestHeldMoveIsNotBypassedByATrigger holds the seed's binding, lets a
+// trigger land on it meanwhile (Karmada's controller acting on a record
+// that lists the workload), then moves it: the simulated scheduler leaves
+// the suspended binding alone, so the move stays make-before-break.
+func TestHeldMoveIsNotBypassedByATrigger(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 300 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	one := &noOneWrite{}
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: one,
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	held, err := m.Hold(ctx, target)
+	require.NoError(t, err)
+	require.True(t, held)
+	controllerTrigger(ctx, t, client)
+	sim.step(ctx, t, client) // the scheduler sees the trigger before the move starts
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				sim.step(ctx, t, client)
+			}
+		}
+	}()
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	assert.False(t, one.called, "moved make-before-break, not in one write")
+	assert.Contains(t, row.Message, "made before break")
+	assert.GreaterOrEqual(t, sim.minReady, int32(3), "ready replicas never fell below the starting count")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+	assert.Equal(t, tc("member1", 1, "member2", 2), rb.Spec.Clusters)
+}
+
+// TestUnholdPutsTheTriggerBack lifts a hold no move took over: a trigger
+// written while the binding was held is taken back with the suspension, so
+// lifting it does not become a one-write reschedule.
+func TestUnholdPutsTheTriggerBack(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewSimpleClientset(seedBinding())
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	held, err := m.Hold(ctx, target)
+	require.NoError(t, err)
+	require.True(t, held)
+	again, err := m.Hold(ctx, target)
+	require.NoError(t, err)
+	assert.False(t, again, "a held binding is not held twice")
+	controllerTrigger(ctx, t, client)
+	require.NoError(t, m.Unhold(ctx, target))
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+	assert.Nil(t, rb.Spec.RescheduleTriggeredAt, "the trigger written during the hold is gone")
+	assert.Equal(t, tc("member2", 3), rb.Spec.Clusters)
 }
 
 // TestMoveLetsGoWhenKarmadaEvictsTheTarget plays Karmada's taint manager
@@ -178,7 +269,7 @@ func TestMoveLetsGoWhenKarmadaEvictsTheTarget(t *testing.T) {
 	clock := rebalance.NewServerClock()
 	clock.Observe(time.Now())
 	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{},
-		Predict: func(context.Context, rebalance.Target) (Prediction, error) {
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
 			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
 		}}
 	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
@@ -124,12 +125,31 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		Notify: notice,
 	}
 	var engine *waves.Engine
+	mover := req.recordMover()
+	switch {
+	case req.waved():
+		engine = e.waveEngine(req)
+	case mover != nil:
+		// A recorded run all at once whose workloads move make-before-break
+		// hands them to the wave engine too, up to Workers in flight; every
+		// one is held before the record exists (holdRecorded).
+		engine = e.movedRecordEngine(req, mover)
+	}
 	if req.waved() {
+		// The record grows as the waves start workloads (see record.grower).
+		rec.Planned = recordTargets(plan.desired.Spec.Workloads, uids)
+		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
+		plan.grow = engine.Ordered(rec.Planned)
+	}
+	hold := holdRecorded(mover, plan, uids)
+	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
-		engine = e.waveEngine(req)
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 			engine.FreshTrigger = fresh
+			if m, ok := mover.(*handover.Mover); ok {
+				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold)
+			}
 			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
 				err := ledger(r)
 				if errors.Is(err, record.ErrRebalancerGone) {
@@ -138,16 +158,17 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 				return err
 			})
 		}
-		// The record grows as the waves start workloads (see record.grower).
-		rec.Planned = recordTargets(plan.desired.Spec.Workloads, uids)
-		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
-		plan.grow = engine.Ordered(rec.Planned)
 	}
 
 	runCtx, cancel := e.withDeadline(ctx, req.Deadline)
 	defer cancel()
 
-	obj, applied, prepared, err := e.applyRecord(runCtx, rec, plan)
+	obj, applied, prepared, err := e.applyRecord(runCtx, rec, plan, hold)
+	if hold != nil {
+		// A hold no move took over (the run ended before it started) is
+		// lifted; one a move took over is gone already.
+		defer hold.lift(ctx, notice)
+	}
 	if err != nil && runCtx.Err() != nil {
 		why := "interrupted"
 		if ctx.Err() == nil {
@@ -159,7 +180,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return nil, err
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
-	if engine != nil {
+	if req.waved() {
 		// A resumed run keeps the failure budget its earlier runs spent.
 		engine.FailuresSpent = record.FailuresSpent(obj)
 	}
@@ -187,7 +208,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	}
 	result := &Result{Record: obj}
 	result.setRows(rows)
-	if engine != nil {
+	if req.waved() {
 		result.Waves = engine.Last
 	}
 	if rows != nil && req.Hooks.Rows != nil {
@@ -196,7 +217,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		}
 	}
 	notes.report(notice, e.Release)
-	if engine != nil {
+	if req.waved() {
 		if line := WaveStop(engine.Last, obj.Name); line != "" {
 			notice(line)
 		}
@@ -251,9 +272,10 @@ func (r *Result) setRows(rows []rebalance.Row) {
 
 // applyRecord creates the WorkloadRebalancer of plan, or brings an existing
 // one to it. Before creating, it lets the server's clock pass the bindings'
-// last schedules, so that the creationTimestamp works as a trigger; the
-// client dry run doing that is returned (nil when nothing was created).
-func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
+// last schedules, so that the creationTimestamp works as a trigger, and
+// holds the bindings of hold (make-before-break moves, see heldTargets);
+// the client dry run is returned (nil when nothing was created).
+func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan, hold *heldTargets) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
 	desired := plan.desired.DeepCopy()
 	targets := recordTargets(desired.Spec.Workloads, rec.UIDs)
 	opts := plan.apply
@@ -284,6 +306,9 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 			// is set once they all are (Recorder.HeldTTL).
 			desired.Spec.Workloads = plan.grow[:1]
 			desired.Spec.TTLSecondsAfterFinished = nil
+		}
+		if err := hold.take(ctx); err != nil {
+			return nil, "", nil, e.explain(err)
 		}
 	}
 

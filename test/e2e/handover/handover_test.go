@@ -11,6 +11,7 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -103,6 +104,38 @@ type moved struct {
 	took     time.Duration
 	after    string
 	stderr   string
+	// out is what the command printed.
+	out string
+}
+
+// waitMembersAsked waits until every member's Deployment asks for the
+// replicas placement gives that member.
+func waitMembersAsked(ctx context.Context, t *testing.T, cp *harness.ControlPlane, ns, name string, placement []workv1alpha2.TargetCluster, members []string) {
+	t.Helper()
+	want := map[string]int32{}
+	for _, tc := range placement {
+		want[tc.Name] = tc.Replicas
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = ""
+		for _, m := range members {
+			d, err := fixtures.TestClients(t, cp.Member(m).Config).Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			var asked int32
+			switch {
+			case err == nil:
+				asked = *d.Spec.Replicas
+			case !apierrors.IsNotFound(err):
+				return false, nil
+			}
+			if asked != want[m] {
+				last = fmt.Sprintf("%s asks %d, the placement %d", m, asked, want[m])
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, last)
 }
 
 // moveBack rebalances the workload with args while a watch on the member
@@ -122,8 +155,12 @@ func moveBack(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fi
 	rb, err = c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name+"-deployment", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEqual(t, before, fixtures.Placement(rb.Spec.Clusters), "the fresh reschedule moves replicas")
+	// A command that returns at once (a one-write move) leaves the members
+	// still running the old placement: wait until they were told the new
+	// one, so that the watch sees what it costs.
+	waitMembersAsked(ctx, t, cp, ns, name, rb.Spec.Clusters, members)
 	waitReadySum(ctx, t, cp, ns, name, replicas, members)
-	m := moved{took: time.Since(start), stderr: run.Stderr}
+	m := moved{took: time.Since(start), stderr: run.Stderr, out: run.Stdout}
 	w.close()
 	m.min, m.max = w.Range()
 	rb, err = c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name+"-deployment", metav1.GetOptions{})

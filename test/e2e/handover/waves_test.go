@@ -243,8 +243,8 @@ func moveFleet(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *f
 			dipped = append(dipped, n)
 		}
 	}
-	t.Logf("FIGURES waved batch of 50 (--max-in-flight 10) %v: %d moved to member1, %d dipped below 1 ready; %s until all settled (command %s)",
-		args, onMember1, len(dipped), took.Round(time.Second), run.Took.Round(time.Second))
+	t.Logf("FIGURES waved batch of %d (--max-in-flight 10 unless args say otherwise) %v: %d moved to member1, %d dipped below 1 ready; %s until all settled (command %s)",
+		len(names), args, onMember1, len(dipped), took.Round(time.Second), run.Took.Round(time.Second))
 	rows := map[string]string{}
 	for _, line := range strings.Split(run.Stdout, "\n") {
 		for _, n := range names {

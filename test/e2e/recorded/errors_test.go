@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
@@ -95,7 +96,13 @@ func TestRecordForbidden(t *testing.T) {
 		assert.Regexp(t, `(?m)^error: not allowed to create workloadrebalancers.apps.karmada.io with context "karmada-apiserver": .*User "no-create" cannot create resource "workloadrebalancers".*; `+
 			`ask an administrator of the Karmada control plane to grant "create" on workloadrebalancers.apps.karmada.io\n$`, res.Stderr)
 		assert.Nil(t, rt.Rebalancer(ctx, t, c, "rec-no-create"))
-		assert.Equal(t, before.Generation, rt.Binding(ctx, t, c, ns, "web-deployment").Generation, "nothing triggered")
+		// The binding was held for a make-before-break move before the
+		// create failed; the hold was lifted and its trigger put back.
+		after := rt.Binding(ctx, t, c, ns, "web-deployment")
+		assert.Equal(t, before.Spec.RescheduleTriggeredAt, after.Spec.RescheduleTriggeredAt, "nothing triggered")
+		assert.Equal(t, before.Spec.Clusters, after.Spec.Clusters)
+		assert.False(t, after.Spec.SchedulingSuspended(), "the hold is lifted")
+		assert.NotContains(t, after.Annotations, handover.LedgerAnnotation)
 	})
 
 	t.Run("status", func(t *testing.T) {
@@ -110,7 +117,7 @@ func TestRecordForbidden(t *testing.T) {
 		assert.Empty(t, rb.Status.ObservedWorkloads)
 		triggered := rt.Binding(ctx, t, c, ns, "web-deployment")
 		require.NotNil(t, triggered.Spec.RescheduleTriggeredAt)
-		assert.True(t, triggered.Spec.RescheduleTriggeredAt.Equal(&rb.CreationTimestamp))
+		assert.False(t, triggered.Spec.RescheduleTriggeredAt.Before(&rb.CreationTimestamp), "the creationTimestamp, or a make-before-break release after it")
 
 		// An administrator records the results; nothing is triggered again.
 		admin := rt.Rebalance(t, cp, "workloadrebalancer/"+name, "-o", "wide")

@@ -1,0 +1,155 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
+)
+
+// recordMover is the mover of a recorded run's workloads (the
+// make-before-break move), nil when they are triggered in one write: a
+// server-side run leaves the triggers to Karmada's controller.
+func (r Request) recordMover() waves.Mover {
+	switch {
+	case r.Record.ServerSide || r.DryRun != rebalance.DryRunNone:
+		return nil
+	case r.waved():
+		return r.Waves.Mover
+	}
+	return r.Mover
+}
+
+// movedRecordEngine is the engine of a recorded run all at once whose
+// workloads move with mover: every workload in flight at once, up to
+// Workers, in the order given.
+func (e *Engine) movedRecordEngine(req Request, mover waves.Mover) *waves.Engine {
+	workers := req.Workers
+	if workers <= 0 {
+		workers = 16
+	}
+	rank := make(map[rebalance.Workload]int, len(req.Targets))
+	for i, t := range req.Targets {
+		if _, ok := rank[t.Workload]; !ok {
+			rank[t.Workload] = i
+		}
+	}
+	return &waves.Engine{Mover: mover, Options: waves.Options{
+		MaxInFlight: workers,
+		Order:       func(a, b rebalance.Workload) int { return rank[a] - rank[b] },
+	}}
+}
+
+// holder is a mover that can suspend a binding's scheduling ahead of its
+// move (handover.Mover).
+type holder interface {
+	Hold(ctx context.Context, t rebalance.Target) (bool, error)
+	Unhold(ctx context.Context, t rebalance.Target) error
+}
+
+// heldTargets are the workloads of a record about to be created whose
+// bindings are held first: Karmada's workloadRebalancer controller
+// triggers what a new record lists at its creationTimestamp, and on a held
+// binding that trigger moves nothing; each workload's move carries on from
+// its hold and releases it with its own, later trigger. A waved record is
+// created with its first workload only (it grows as the moves release), so
+// only that one is held; a record all at once lists, and holds, them all.
+type heldTargets struct {
+	mover   holder
+	targets []rebalance.Target
+	held    []rebalance.Target
+}
+
+// holdRecorded returns the holds of plan's record, nil when the run's
+// mover cannot hold.
+func holdRecorded(mover waves.Mover, plan *recordPlan, uids map[rebalance.Workload]types.UID) *heldTargets {
+	h, ok := mover.(holder)
+	if !ok {
+		return nil
+	}
+	ws := plan.desired.Spec.Workloads
+	if len(plan.grow) > 0 {
+		ws = plan.grow[:1]
+	}
+	return &heldTargets{mover: h, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, uids)), uids)}
+}
+
+// take holds the bindings; one that is not held (missing, suspended by
+// someone else, nothing to keep) is left to its move.
+func (h *heldTargets) take(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	for _, t := range h.targets {
+		held, err := h.mover.Hold(ctx, t)
+		if err != nil {
+			return err
+		}
+		if held {
+			h.held = append(h.held, t)
+		}
+	}
+	return nil
+}
+
+// lift lifts the holds no move took over, and tells notice of one it
+// could not lift: the next run's move of that workload carries on from it.
+func (h *heldTargets) lift(ctx context.Context, notice func(string)) {
+	if h == nil || len(h.held) == 0 {
+		return
+	}
+	liftCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, t := range h.held {
+		if err := h.mover.Unhold(liftCtx, t); err != nil {
+			notice(fmt.Sprintf("warning: %s stays suspended ahead of its move (%v); running the same command again moves it", rebalance.BindingRef(t.Workload), err))
+		}
+	}
+}
+
+// recordMoves is the mover of one pass of a recorded run: the workloads
+// this run held before creating the record, or starts beyond it (fresh),
+// move make-before-break; every other one was listed in the record before
+// (a spec edit, a record run again), so Karmada's controller has triggered
+// it at the creationTimestamp already, and the run triggers it as the
+// record's own, as does a workload the handover leaves to one write.
+func recordMoves(m *handover.Mover, runner *rebalance.Runner, waitReady bool, fresh func(rebalance.Workload) bool, hold *heldTargets) waves.Mover {
+	template := *runner
+	template.Triggered = nil
+	oneWrite := &waves.BindingMover{Runner: &template, WaitReady: waitReady, FreshTrigger: fresh}
+	return passMover{handover: m.WithOneWrite(oneWrite), oneWrite: oneWrite, moves: func(w rebalance.Workload) bool {
+		return fresh(w) || hold.has(w)
+	}}
+}
+
+// passMover sends the workloads moves selects to handover, the others to
+// oneWrite.
+type passMover struct {
+	handover, oneWrite waves.Mover
+	moves              func(rebalance.Workload) bool
+}
+
+func (p passMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
+	if p.moves(t.Workload) {
+		return p.handover.Move(ctx, t, triggered)
+	}
+	return p.oneWrite.Move(ctx, t, triggered)
+}
+
+// has reports whether w's binding was held.
+func (h *heldTargets) has(w rebalance.Workload) bool {
+	if h == nil {
+		return false
+	}
+	for _, t := range h.held {
+		if t.Workload == w {
+			return true
+		}
+	}
+	return false
+}

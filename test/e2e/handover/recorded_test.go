@@ -1,0 +1,104 @@
+package handover
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
+)
+
+// assertRecorded checks the run's WorkloadRebalancer: it lists every
+// workload, each Successful, and each binding's trigger is the move's
+// release, written after the record's creation (Karmada's controller, which
+// triggers at the creationTimestamp, did not decide the move).
+func assertRecorded(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, record string, names []string) {
+	t.Helper()
+	wr, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, record, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Len(t, wr.Spec.Workloads, len(names), "the record lists every workload")
+	results := map[string]appsv1alpha1.RebalanceResult{}
+	for _, o := range wr.Status.ObservedWorkloads {
+		results[o.Workload.Name] = o.Result
+	}
+	for _, n := range names {
+		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, results[n], "%s in the record's status", n)
+		rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, n+"-deployment", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.NotNil(t, rb.Spec.RescheduleTriggeredAt)
+		assert.True(t, rb.Spec.RescheduleTriggeredAt.After(wr.CreationTimestamp.Time), "%s: trigger %s is the release's, after the record's creation %s",
+			n, rb.Spec.RescheduleTriggeredAt, wr.CreationTimestamp)
+	}
+}
+
+// TestRecordedRebalanceBackKeepsReplicasReady is the seed's rebalance back
+// recorded as a WorkloadRebalancer (--name) with Karmada's
+// workloadRebalancer controller on: the record's first workload is held
+// before the record exists, so the controller's trigger at the
+// creationTimestamp moves nothing, and the move stays make-before-break; the
+// same recorded run with --max-unavailable=100% moves in one write and
+// loses ready replicas.
+func TestRecordedRebalanceBackKeepsReplicasReady(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns, name = "handover-recorded", "app"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	seedWorkload(ctx, t, c, ns, name)
+
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	mbb := moveBack(ctx, t, cp, c, ns, name, 3, twoMembers, "--name", "handover-recorded-mbb")
+	assert.GreaterOrEqual(t, mbb.min, int32(3), "make-before-break kept every replica ready in a recorded run")
+	assert.Contains(t, mbb.out, "made before break")
+	assertRecorded(ctx, t, c, ns, "handover-recorded-mbb", []string{name})
+
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	one := moveBack(ctx, t, cp, c, ns, name, 3, twoMembers, "--name", "handover-recorded-one", "--max-unavailable=100%")
+	assert.Less(t, one.min, int32(3), "the one-write recorded move loses ready replicas while the new ones start")
+}
+
+// TestRecordedWavesKeepReplicasReady moves six one-replica workloads back
+// to member1 in a waved, recorded run (--max-in-flight 2 --name): the record
+// grows as the moves release, and no workload is left without a ready
+// replica unless karmada-scheduler decided against the prediction (its row
+// says so).
+func TestRecordedWavesKeepReplicasReady(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns = "handover-recorded-waves"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	names := make([]string, 6)
+	for i := range names {
+		names[i] = fmt.Sprintf("r%d", i)
+		d := fixtures.Deployment(ns, names[i], 1)
+		d.Spec.Template.Annotations = map[string]string{harness.ReadyAfterAnnotation: readyAfter.String()}
+		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,
+		fixtures.DynamicWeightPolicy(ns, "policy-recorded-waves", "apps/v1", "Deployment", names, twoMembers), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, n := range names {
+		fixtures.WaitScheduled(ctx, t, c, ns, n+"-deployment")
+	}
+	waitFleetReady(ctx, t, cp, ns, names, 1, twoMembers)
+
+	const record = "handover-recorded-waves"
+	mbb := moveFleet(ctx, t, cp, c, ns, names, "--max-in-flight", "2", "--name", record)
+	assert.Positive(t, mbb.onMember1, "the fresh reschedules bring replicas back to member1")
+	assert.Zero(t, mbb.suspended, "no binding left suspended")
+	for _, n := range mbb.dipped {
+		assert.Contains(t, mbb.rows[n], ", predicted {", "%s lost its ready replica although the scheduler chose as predicted", n)
+	}
+	assertRecorded(ctx, t, c, ns, record, names)
+}
