@@ -160,7 +160,7 @@ func New(client karmadaclient.Interface, runner Runner, opts Options) *Controlle
 	return &Controller{
 		client:    client,
 		runner:    runner,
-		ledger:    Ledger{Client: client.AppsV1alpha1().WorkloadRebalancers()},
+		ledger:    Ledger{Client: client.AppsV1alpha1().WorkloadRebalancers(), TTL: opts.TTL},
 		opts:      opts,
 		log:       log,
 		states:    map[string]State{},

@@ -95,11 +95,26 @@ const (
 )
 
 // MarkBudgetSpent notes on the record name that the failure budget stopped
-// it, so that no later leader resumes its pending workloads.
+// it, so that no later leader resumes its pending workloads, and gives it
+// the daemon's ttl: the record grows as the waves start workloads and gets
+// its ttl once all are listed, which a failback stopped for good never does.
 func (l Ledger) MarkBudgetSpent(ctx context.Context, name string) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationStopped, StoppedFailureBudget)
 	if _, err := l.Client.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("cannot annotate workloadrebalancer %s, check the RBAC of the failback daemon (patch workloadrebalancers): %w", name, err)
+	}
+	return l.giveTTL(ctx, name)
+}
+
+// giveTTL sets the daemon's ttl on the record name (stopped by its failure
+// budget) when it has none; nothing without --ttl.
+func (l Ledger) giveTTL(ctx context.Context, name string) error {
+	if l.TTL == nil {
+		return nil
+	}
+	rec := &record.Recorder{Client: l.Client}
+	if _, err := rec.SetTTL(ctx, name, *l.TTL); err != nil && !errors.Is(err, record.ErrRebalancerGone) {
+		return fmt.Errorf("cannot set the ttl of workloadrebalancer %s, stopped by its failure budget, check the RBAC of the failback daemon (patch workloadrebalancers and their status): %w", name, err)
 	}
 	return nil
 }
@@ -108,6 +123,8 @@ func (l Ledger) MarkBudgetSpent(ctx context.Context, name string) error {
 // whose status says which workloads of a recovery were triggered.
 type Ledger struct {
 	Client typedapps.WorkloadRebalancerInterface
+	// TTL is the failback records' ttlSecondsAfterFinished (nil: kept).
+	TTL *int32
 }
 
 // selector selects every failback record.
@@ -129,7 +146,7 @@ func (l Ledger) List(ctx context.Context) ([]Entry, error) {
 			Cluster:     rb.Labels[LabelCluster],
 			Key:         rb.Labels[LabelRecovery],
 			Unfinished:  unfinished(rb),
-			BudgetSpent: rb.Annotations[AnnotationStopped] == StoppedFailureBudget,
+			BudgetSpent: budgetSpent(rb),
 			Created:     rb.CreationTimestamp.Time,
 		})
 		e := &entries[len(entries)-1]
@@ -140,12 +157,22 @@ func (l Ledger) List(ctx context.Context) ([]Entry, error) {
 }
 
 func unfinished(rb *appsv1alpha1.WorkloadRebalancer) bool {
+	if budgetSpent(rb) {
+		// Stopped for good: the workloads it never listed are no reason
+		// to keep it.
+		return rb.Status.ObservedGeneration < rb.Generation || record.HasPending(rb.Status)
+	}
 	// A failback's record grows as its waves start workloads and gets its
 	// ttl once all are listed: one without a ttl, or with workloads not
 	// started yet, belongs to a failback that was stopped.
 	unstarted := rb.Annotations[record.UnstartedAnnotation]
 	return rb.Status.ObservedGeneration < rb.Generation || record.HasPending(rb.Status) ||
 		rb.Spec.TTLSecondsAfterFinished == nil || (unstarted != "" && unstarted != "0")
+}
+
+// budgetSpent reports whether the failure budget stopped rb's failback.
+func budgetSpent(rb *appsv1alpha1.WorkloadRebalancer) bool {
+	return rb.Annotations[AnnotationStopped] == StoppedFailureBudget
 }
 
 // Exists reports whether the record name exists.
@@ -173,6 +200,18 @@ func (l Ledger) Sweep(ctx context.Context) ([]string, error) {
 	var errs []error
 	for i := range list.Items {
 		rb := &list.Items[i]
+		if budgetSpent(rb) && rb.Spec.TTLSecondsAfterFinished == nil && l.TTL != nil {
+			// Marked by a daemon that stopped before it gave the ttl.
+			if err := l.giveTTL(ctx, rb.Name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			withTTL, err := l.Client.Get(ctx, rb.Name, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			rb = withTTL
+		}
 		if _, due := record.ExpiresAt(rb); !due || unfinished(rb) {
 			continue
 		}

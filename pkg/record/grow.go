@@ -177,6 +177,30 @@ func (g *grower) markUnstarted(ctx context.Context, current *appsv1alpha1.Worklo
 	return g.r.annotate(ctx, g.name, UnstartedAnnotation, left)
 }
 
+// SetTTL gives the record name the ttl ttl when it holds none, and writes
+// the status of the spec that results (a spec change moves the generation
+// and restarts finishTime, as Karmada's controller does), so that the ttl
+// counts down even where that controller does not run. It is for a record
+// stopped for good before every workload was listed (a growing record holds
+// its ttl until then, Recorder.HeldTTL): nothing is left to resume, and
+// without a ttl it would stay forever.
+func (r *Recorder) SetTTL(ctx context.Context, name string, ttl int32) (*appsv1alpha1.WorkloadRebalancer, error) {
+	current, err := r.Client.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, ErrRebalancerGone
+	case err != nil:
+		return nil, rebalancerError("get", name, err)
+	case current.Spec.TTLSecondsAfterFinished != nil:
+		return current, nil
+	}
+	patched, err := r.patchTTL(ctx, name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return r.writeStatus(ctx, name, patched.Spec, patched.Generation, nil)
+}
+
 // patchTTL sets spec.ttlSecondsAfterFinished of the record name.
 func (r *Recorder) patchTTL(ctx context.Context, name string, ttl int32) (*appsv1alpha1.WorkloadRebalancer, error) {
 	data, err := json.Marshal(map[string]any{"spec": map[string]any{"ttlSecondsAfterFinished": ttl}})

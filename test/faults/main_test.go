@@ -19,9 +19,5 @@ func TestMain(m *testing.M) {
 		Members:        3,
 		NodesPerMember: 2,
 		NodePods:       "1000",
-		// Known gap (docs/testing.md): the plugin records its own
-		// WorkloadRebalancers, and until issue 27 Karmada's controller would
-		// write the triggers of every recorded workload at once.
-		KarmadaControllers: "*,-workloadRebalancer",
 	}))
 }

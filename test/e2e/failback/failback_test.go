@@ -165,6 +165,14 @@ func TestFailbackFailureBudget(t *testing.T) {
 		rt.Observed(rt.Deploy(ns, "a-gated"), appsv1alpha1.RebalanceSuccessful, ""),
 	}, rec.Status.ObservedWorkloads)
 	assert.Equal(t, "1", rec.Annotations[record.UnstartedAnnotation])
+	// Stopped for good, it gets the daemon's ttl (--ttl, 86400 by default)
+	// when it is marked, before the Finished event, with the status of
+	// that spec: it is swept then.
+	if assert.NotNil(t, rec.Spec.TTLSecondsAfterFinished, "the record of a failback stopped by its budget gets its ttl") {
+		assert.EqualValues(t, 86400, *rec.Spec.TTLSecondsAfterFinished)
+	}
+	assert.NotNil(t, rec.Status.FinishTime)
+	assert.Equal(t, rec.Generation, rec.Status.ObservedGeneration, "the status of the spec with the ttl")
 	assert.Nil(t, rt.Binding(ctx, t, c, ns, "b-open-deployment").Spec.RescheduleTriggeredAt, "the budget stopped the waves before b-open")
 	assert.Contains(t, d.text(), "failback finished with failures")
 	metrics := scrape(t, metricsURL)

@@ -47,8 +47,8 @@ func TestWavesNeverMoreThanMaxInFlight(t *testing.T) {
 		assert.Contains(t, line, "replicas ready: member", app)
 	}
 
-	tl.waitDone(ctx, t, len(apps))
-	peak, beforeFirstDone := tl.peak()
+	tl.WaitDone(ctx, t, len(apps))
+	peak, beforeFirstDone := tl.Peak()
 	assert.LessOrEqual(t, peak, 2, "at most --max-in-flight between trigger and done")
 	assert.GreaterOrEqual(t, peak, 1)
 	assert.LessOrEqual(t, beforeFirstDone, 2, "the third trigger waited for a workload to be done")
