@@ -83,9 +83,6 @@ func (o *Options) defaults() error {
 	if o.NodePods == "" {
 		o.NodePods = "110"
 	}
-	if o.KarmadaControllers == "" {
-		o.KarmadaControllers = "*"
-	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

@@ -381,14 +381,11 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 	if err != nil {
 		return err
 	}
-	managerArgs, err := cp.releaseFlags(manifestControllerManager, nil)
+	managerArgs, err := cp.controllerManagerFlags()
 	if err != nil {
 		return err
 	}
 	managerArgs = append(cp.componentArgs(kubeconfig, ports[2], ports[3]), managerArgs...)
-	if cp.opts.KarmadaControllers != "" {
-		managerArgs = setFlag(managerArgs, "controllers", cp.opts.KarmadaControllers)
-	}
 	manager, err := cp.startProcess("karmada-controller-manager", cp.bin("controller-manager"), managerArgs...)
 	if err != nil {
 		return err
@@ -420,6 +417,20 @@ func (cp *ControlPlane) componentArgs(kubeconfig string, metricsPort, healthPort
 }
 
 // setFlag replaces the value of --name in args, or appends it.
+// controllerManagerFlags are karmada-controller-manager's flags of the
+// release manifest, with --controllers replaced only when the options ask
+// for a deviation.
+func (cp *ControlPlane) controllerManagerFlags() ([]string, error) {
+	args, err := cp.releaseFlags(manifestControllerManager, nil)
+	if err != nil {
+		return nil, err
+	}
+	if cp.opts.KarmadaControllers != "" {
+		args = setFlag(args, "controllers", cp.opts.KarmadaControllers)
+	}
+	return args, nil
+}
+
 func setFlag(args []string, name, value string) []string {
 	out := make([]string, 0, len(args)+1)
 	for _, a := range args {

@@ -69,6 +69,19 @@ func TestReleaseFlagsOfTheAssets(t *testing.T) {
 	manager, err := cp.releaseFlags(manifestControllerManager, nil)
 	require.NoError(t, err)
 	assert.Contains(t, manager, "--controllers=*,hpaScaleTargetMarker,deploymentReplicasSyncer")
+	// The default options keep the manifest's controllers: until 2026-11-26
+	// they put "*" in their place, so hpaScaleTargetMarker and
+	// deploymentReplicasSyncer never ran.
+	opts := Options{AssetsDir: dir}
+	require.NoError(t, opts.defaults())
+	started, err := (&ControlPlane{opts: opts}).controllerManagerFlags()
+	require.NoError(t, err)
+	assert.Contains(t, started, "--controllers=*,hpaScaleTargetMarker,deploymentReplicasSyncer")
+	deviating := Options{AssetsDir: dir, KarmadaControllers: "*,-workloadRebalancer"}
+	require.NoError(t, deviating.defaults())
+	started, err = (&ControlPlane{opts: deviating}).controllerManagerFlags()
+	require.NoError(t, err)
+	assert.Contains(t, started, "--controllers=*,-workloadRebalancer")
 	for _, m := range []string{manifestEstimator, manifestAgent} {
 		_, err := cp.releaseFlags(m, map[string]string{
 			"member_cluster_name": "member3", "karmada_context": "admin", "member_cluster_api_endpoint": "https://127.0.0.1:1",
