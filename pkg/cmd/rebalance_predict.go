@@ -48,6 +48,13 @@ func (o *targetOptions) selectTargets(ctx context.Context, resolved *rebalance.R
 	for _, p := range predictions {
 		byWorkload[p.Workload] = p
 	}
+	for i, t := range resolved.Targets {
+		// The run reports this read as the placement before the move when
+		// Karmada's controller triggers and the scheduler answers first.
+		if p, ok := byWorkload[t.Workload]; ok && p.Division != "" {
+			resolved.Targets[i].Before = p.Before
+		}
+	}
 	if sel.IsZero() {
 		return byWorkload, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,13 @@ type Target struct {
 	// UID is the template's uid when it was read from the server; it lets
 	// VerifyBinding notice a binding left over from a deleted template.
 	UID types.UID
+	// Before, when set, is the binding's spec.clusters as the caller read it
+	// just before the run (a prediction's read). A recorded run lists its
+	// workloads in a WorkloadRebalancer, and Karmada's workloadRebalancer
+	// controller may write their triggers, and the scheduler answer them,
+	// before the run reads the binding: the row then reports this placement
+	// as the one before the move, not the scheduler's answer.
+	Before []workv1alpha2.TargetCluster
 }
 
 // Options tune a Runner.
@@ -455,6 +463,11 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 			// second): the controller counts that as done, and writing again
 			// would change nothing.
 			e.row.Message = fmt.Sprintf("the binding already holds trigger %s; nothing written", formatTime(e.at.Time))
+			if e.target.Before != nil && scheduledInOrAfter(b, e.at) {
+				// Answered before this run read it: spec.clusters is the
+				// answer already, the caller's read is what came before.
+				e.row.Before = e.target.Before
+			}
 			r.settleObservation(e, PreTriggerCheck(b.Labels, b.Spec, b.Status, e.at), true)
 			return true, nil
 		}

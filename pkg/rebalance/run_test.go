@@ -669,3 +669,36 @@ func TestRunLostAnswerLeftPendingSaysItMayHaveLanded(t *testing.T) {
 		"Internal error occurred: etcd leader changed", row.Message)
 	assert.Equal(t, 1, f.api.count("patch"), "no write before the binding was looked at")
 }
+
+// TestRunTriggerAnsweredBeforeTheRunReadsIt is a recorded run whose record
+// Karmada's controller acted on first: the binding holds the run's trigger
+// (the record's creation time) and the scheduler has answered it already.
+// The row's before is the caller's read, where there is one.
+func TestRunTriggerAnsweredBeforeTheRunReadsIt(t *testing.T) {
+	tests := []struct {
+		name       string
+		before     []workv1alpha2.TargetCluster
+		wantBefore []workv1alpha2.TargetCluster
+	}{
+		{name: "read by the caller", before: member2Only, wantBefore: member2Only},
+		{name: "not read", wantBefore: backInMember},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRunnerFixture(Options{Wait: true})
+			created := metav1.NewTime(serverNow.Add(-time.Second))
+			b := scheduledBinding(webDeploy, serverNow.Add(-time.Second), backInMember...)
+			b.Spec.RescheduleTriggeredAt = ptr.To(created)
+			f.api.add(b)
+			f.runner.TriggerAt = &created
+
+			result, err := f.run(t, time.Minute, Target{Workload: webDeploy, Before: tt.before})
+			require.NoError(t, err)
+			row := result.Rows[0]
+			assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
+			assert.Equal(t, tt.wantBefore, row.Before)
+			assert.Equal(t, backInMember, row.After)
+			assert.Equal(t, 0, f.api.count("patch"))
+		})
+	}
+}

@@ -79,7 +79,7 @@ func newReconcileFixture(t *testing.T) (*karmadafake.Clientset, *Recorder) {
 			Options: rebalance.Options{Workers: 2,
 				Backoff: wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}},
 		},
-		UIDs:    map[rebalance.Workload]types.UID{recreated: "new-uid"},
+		Known:   map[rebalance.Workload]rebalance.Target{recreated: {UID: "new-uid"}},
 		Backoff: wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30},
 	}
 	return client, rec
@@ -151,7 +151,7 @@ func TestReconcileRecordsOnlyWhatTheControllerCould(t *testing.T) {
 		_, err = client.WorkV1alpha2().ResourceBindings("shop").Update(ctx, b, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
-	rec.UIDs[mismatched] = "new-uid"
+	rec.Known[mismatched] = rebalance.Target{UID: "new-uid"}
 	client.ReactionChain = client.ReactionChain[1:] // the webhook no longer refuses
 	second := reconcileDemo(t, client, rec)
 	assert.Equal(t, 3, second.Triggered, "only the pending entries are tried again")

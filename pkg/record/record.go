@@ -37,9 +37,10 @@ type Recorder struct {
 	// Runner triggers the bindings. Its trigger time and hook are set for
 	// each pass; everything else (API, server clock, waiting) is used as is.
 	Runner *rebalance.Runner
-	// UIDs holds the template uids known from resolving the workloads, so
-	// that a binding left over from a deleted template is noticed.
-	UIDs map[rebalance.Workload]types.UID
+	// Known holds the targets as the caller resolved them: the template
+	// uid, so that a binding left over from a deleted template is noticed,
+	// and the placement read before the run (rebalance.Target.Before).
+	Known map[rebalance.Workload]rebalance.Target
 	// Notify, when set, hears one line per step worth telling a user.
 	Notify func(message string)
 	// StatusTimeout bounds the status write that still happens after the
@@ -384,7 +385,7 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 			}
 			targets := make([]rebalance.Target, 0, len(pending)+len(unstarted))
 			for _, w := range pending {
-				targets = append(targets, rebalance.Target{Workload: w, UID: r.UIDs[w]})
+				targets = append(targets, r.target(w))
 			}
 			targets = append(targets, unstarted...)
 			for _, t := range targets {
@@ -755,4 +756,11 @@ func rebalancerError(verb, name string, err error) error {
 		return &rebalance.RequestError{Verb: verb, Resource: RebalancerResource, Name: name, Err: err}
 	}
 	return fmt.Errorf("%s workloadrebalancer %s: %w", verb, name, err)
+}
+
+// target is w as the caller resolved it, or with nothing known but its name.
+func (r *Recorder) target(w rebalance.Workload) rebalance.Target {
+	t := r.Known[w]
+	t.Workload = w
+	return t
 }

@@ -10,7 +10,6 @@ import (
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
@@ -108,11 +107,9 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	notice := req.Hooks.notice
 	notes := newAffinityNotes(rebalance.NewBindingAPI(e.Karmada))
 	api := rebalance.BindingAPI(notes)
-	uids := map[rebalance.Workload]types.UID{}
+	known := make(map[rebalance.Workload]rebalance.Target, len(req.Targets))
 	for _, t := range req.Targets {
-		if t.UID != "" {
-			uids[t.Workload] = t.UID
-		}
+		known[t.Workload] = t
 	}
 	runner := e.runner(req, api)
 	// A recorded run always writes; its runner keeps the zero value, which
@@ -121,7 +118,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	rec := &record.Recorder{
 		Client: e.Karmada.AppsV1alpha1().WorkloadRebalancers(),
 		Runner: runner,
-		UIDs:   uids,
+		Known:  known,
 		Notify: notice,
 	}
 	var engine *waves.Engine
@@ -137,11 +134,11 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	}
 	if req.waved() {
 		// The record grows as the waves start workloads (see record.grower).
-		rec.Planned = recordTargets(plan.desired.Spec.Workloads, uids)
+		rec.Planned = recordTargets(plan.desired.Spec.Workloads, known)
 		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
 		plan.grow = engine.Ordered(rec.Planned)
 	}
-	hold := holdRecorded(mover, plan, uids)
+	hold := holdRecorded(mover, plan, known)
 	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
@@ -277,7 +274,7 @@ func (r *Result) setRows(rows []rebalance.Row) {
 // the client dry run is returned (nil when nothing was created).
 func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *recordPlan, hold *heldTargets) (*appsv1alpha1.WorkloadRebalancer, record.Applied, *rebalance.Result, error) {
 	desired := plan.desired.DeepCopy()
-	targets := recordTargets(desired.Spec.Workloads, rec.UIDs)
+	targets := recordTargets(desired.Spec.Workloads, rec.Known)
 	opts := plan.apply
 	if len(plan.grow) > 0 {
 		opts.Grow = true
@@ -339,11 +336,13 @@ func (e *Engine) applyRecord(ctx context.Context, rec *record.Recorder, plan *re
 }
 
 // recordTargets makes the targets of a record's workloads, with the
-// template uids known.
-func recordTargets(ws []rebalance.Workload, uids map[rebalance.Workload]types.UID) []rebalance.Target {
+// targets as the caller resolved them (uid, placement read before).
+func recordTargets(ws []rebalance.Workload, known map[rebalance.Workload]rebalance.Target) []rebalance.Target {
 	targets := make([]rebalance.Target, 0, len(ws))
 	for _, w := range ws {
-		targets = append(targets, rebalance.Target{Workload: w, UID: uids[w]})
+		t := known[w]
+		t.Workload = w
+		targets = append(targets, t)
 	}
 	return targets
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
@@ -67,7 +65,7 @@ type heldTargets struct {
 
 // holdRecorded returns the holds of plan's record, nil when the run's
 // mover cannot hold.
-func holdRecorded(mover waves.Mover, plan *recordPlan, uids map[rebalance.Workload]types.UID) *heldTargets {
+func holdRecorded(mover waves.Mover, plan *recordPlan, known map[rebalance.Workload]rebalance.Target) *heldTargets {
 	h, ok := mover.(holder)
 	if !ok {
 		return nil
@@ -76,7 +74,7 @@ func holdRecorded(mover waves.Mover, plan *recordPlan, uids map[rebalance.Worklo
 	if len(plan.grow) > 0 {
 		ws = plan.grow[:1]
 	}
-	return &heldTargets{mover: h, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, uids)), uids)}
+	return &heldTargets{mover: h, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, known)), known)}
 }
 
 // take holds the bindings; one that is not held (missing, suspended by
