@@ -22,10 +22,10 @@ import (
 // TestDefaultEnvironment checks that the harness's default control plane has
 // the shape of local-up-karmada, which is what our users run: member1 and
 // member2 Push, member3 Pull (registered by karmada-agent, not reachable
-// through the cluster proxy), an estimator for every member, and
-// karmada-controller-manager with its default controllers - the
-// workloadRebalancer one included, shown by what it does to a new
-// WorkloadRebalancer.
+// through the cluster proxy), an estimator for every member,
+// karmada-descheduler, and karmada-controller-manager with its default
+// controllers - the workloadRebalancer one included, shown by what it does
+// to a new WorkloadRebalancer.
 func TestDefaultEnvironment(t *testing.T) {
 	cp := harness.Require(t)
 	ctx := fixtures.TestContext(t)
@@ -53,6 +53,14 @@ func TestDefaultEnvironment(t *testing.T) {
 	require.NoError(t, proxy("member1"))
 	require.Error(t, proxy("member3"), "the cluster proxy must not serve the Pull member")
 
+	// karmada-descheduler runs, as local-up-karmada deploys it: it holds
+	// its lease.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		lease, err := c.Kube.CoordinationV1().Leases("karmada-system").Get(ctx, "karmada-descheduler", metav1.GetOptions{})
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
+	})
+	require.NoError(t, err, "karmada-descheduler holds no lease in karmada-system")
+
 	// Karmada's workloadRebalancer controller runs: it answers a
 	// WorkloadRebalancer nobody else touches.
 	const ns = "env-default"
@@ -65,7 +73,7 @@ func TestDefaultEnvironment(t *testing.T) {
 			{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "env"},
 		}},
 	}
-	_, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Create(ctx, wr, metav1.CreateOptions{})
+	_, err = c.Karmada.AppsV1alpha1().WorkloadRebalancers().Create(ctx, wr, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = c.Karmada.AppsV1alpha1().WorkloadRebalancers().Delete(context.Background(), name, metav1.DeleteOptions{})

@@ -63,6 +63,12 @@ type Options struct {
 	// still counts cordoned nodes). By default every member has its estimator,
 	// as in local-up-karmada. A deviation: docs/testing.md.
 	WithoutSchedulerEstimator bool
+	// WithoutKarmadaDescheduler runs no karmada-descheduler. By default it
+	// runs with its manifest's flags, as local-up-karmada deploys it (it
+	// evicts replicas that stay unschedulable, which the scheduler places
+	// again). It needs the estimators: WithoutSchedulerEstimator runs none
+	// either. A deviation: docs/testing.md.
+	WithoutKarmadaDescheduler bool
 	// Progress receives one line per started component; nil discards.
 	Progress io.Writer
 }
@@ -201,6 +207,13 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	if err := cp.writeKubeconfig(); err != nil {
 		return nil, err
+	}
+	if !opts.WithoutSchedulerEstimator && !opts.WithoutKarmadaDescheduler {
+		// It reads the Karmada apiserver through the kubeconfig just written.
+		if err := cp.startKarmadaDescheduler(ctx); err != nil {
+			return nil, err
+		}
+		cp.progress("karmada-descheduler ready (%s)", since(begin))
 	}
 	cp.progress("control plane (Karmada %s, Kubernetes %s) ready in %s", cp.Versions.Karmada, cp.Versions.Kubernetes,
 		time.Since(begin).Round(100*time.Millisecond))

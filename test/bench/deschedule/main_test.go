@@ -20,5 +20,7 @@ func TestMain(m *testing.M) {
 		// the controllers that keep the clusters Ready run, so that nothing
 		// else reacts to 5,000 bindings without templates.
 		KarmadaControllers: "cluster,clusterStatus",
+		// karmada-descheduler's own pass over them would be timed too.
+		WithoutKarmadaDescheduler: true,
 	}))
 }
