@@ -129,9 +129,16 @@ type Controller struct {
 	// displaced are the workloads each cluster's failure displaced.
 	displaced *Displacements
 
-	mu      sync.Mutex
-	states  map[string]State
-	runs    map[string]*activeRun
+	mu     sync.Mutex
+	states map[string]State
+	runs   map[string]*activeRun
+	// kept holds, per cluster, the tolerations of the workloads its last
+	// failback moved back, from the failback's start until the cluster
+	// fails again. Once back on the cluster they are no longer displaced,
+	// yet a taint they tolerate (one that was there all along) must not
+	// read as a new failure of the cluster: that would stop the failback
+	// as soon as Karmada's controller placed the first workload back.
+	kept    map[string][]corev1.Toleration
 	leading context.Context // nil while not leading
 	// stopping is the context of Run: once it ends the daemon is stopping
 	// (SIGTERM, SIGINT), which a failback it cuts short reports.
@@ -165,6 +172,7 @@ func New(client karmadaclient.Interface, runner Runner, opts Options) *Controlle
 		log:       log,
 		states:    map[string]State{},
 		runs:      map[string]*activeRun{},
+		kept:      map[string][]corev1.Toleration{},
 		displaced: NewDisplacements(),
 	}
 }
@@ -173,7 +181,18 @@ func New(client karmadaclient.Interface, runner Runner, opts Options) *Controlle
 // its failure displaced tolerate does not count against it.
 func (c *Controller) observe(cluster *clusterv1alpha1.Cluster) Health {
 	name := cluster.Name
-	return Observe(cluster, func(t corev1.Taint) bool { return c.displaced.Tolerates(name, t) })
+	return Observe(cluster, func(t corev1.Taint) bool {
+		return c.displaced.Tolerates(name, t) || tolerates(c.kept[name], t)
+	})
+}
+
+// keepTolerations remembers the tolerations of the workloads displaced
+// from a cluster whose failback starts (see Controller.kept).
+func (c *Controller) keepTolerations(name string) {
+	ready, _ := c.displaced.Of(name)
+	for _, d := range ready {
+		c.kept[name] = append(c.kept[name], d.Tolerations...)
+	}
 }
 
 // timing is the state machine's timing.
@@ -384,6 +403,7 @@ func (c *Controller) sync(name string) {
 				"Cluster %s failed again during its stabilization window (%s); no failback until it stays Ready and untainted for %s (%s)", name, reasonOr(h.Reason, "it changed"), win, why))
 		}
 	case Failed:
+		delete(c.kept, name)
 		log.Info("cluster failed", "reason", h.Reason, "held", after.Held)
 		if run := c.runs[name]; run != nil && run.aborted == "" {
 			// A follow-up of the last failback.
@@ -391,6 +411,7 @@ func (c *Controller) sync(name string) {
 			run.cancel()
 		}
 	case Aborted:
+		delete(c.kept, name)
 		log.Warn("cluster failed during its failback: stopping the waves that target it", "reason", h.Reason)
 		if run := c.runs[name]; run != nil && run.aborted == "" {
 			run.aborted = "cluster " + name + " failed again (" + h.Reason + ")"
@@ -660,6 +681,7 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, req Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.leading))
 	run := &activeRun{key: key, cancel: cancel, done: make(chan struct{})}
 	c.runs[name] = run
+	c.keepTolerations(name)
 	req.Progress = func(s waves.Status) { c.opts.Metrics.setInFlight(name, s.InFlight) }
 	log := c.log.With("cluster", name, "record", req.Name)
 	verb := "failing back"

@@ -11,6 +11,7 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
 	"github.com/prometheus/client_golang/prometheus"
@@ -205,4 +206,40 @@ func TestFinishResumed(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []float64{2}, failedBack)
+}
+
+// TestTaintToleratedDuringItsFailback: member1 keeps a NoSchedule taint
+// the displaced workload tolerates. Once the failback starts and Karmada
+// places the workload back (it is no longer displaced), the taint still
+// does not count as a failure; a taint nobody tolerates does, and after
+// that failure the kept tolerations are gone.
+func TestTaintToleratedDuringItsFailback(t *testing.T) {
+	down1 := func(c string, _ []corev1.Toleration) bool { return c == "member1" }
+	dedicated := corev1.Taint{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}
+	tolerant := func(clusters map[string]int32, evictedFrom ...string) *workv1alpha2.ResourceBinding {
+		rb := binding("tolerant", clusters, evictedFrom...)
+		rb.Spec.Placement = &policyv1alpha1.Placement{ClusterTolerations: []corev1.Toleration{
+			{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infra", Effect: corev1.TaintEffectNoSchedule}}}
+		return rb
+	}
+	cluster := recoveredCluster("member1")
+	cluster.Spec.Taints = []corev1.Taint{dedicated}
+
+	c := New(karmadafake.NewSimpleClientset(), nil, Options{})
+	evicting := tolerant(map[string]int32{"member2": 3}, "member1")
+	c.displaced.Observe(nil, evicting, down1)
+	evicted := tolerant(map[string]int32{"member2": 3})
+	c.displaced.Observe(evicting, evicted, down1)
+	require.True(t, c.observe(cluster).Healthy, "the displaced workload tolerates the taint")
+
+	c.keepTolerations("member1") // the failback starts
+	c.displaced.Observe(evicted, tolerant(map[string]int32{"member1": 2, "member2": 1}), down1)
+	ready, _ := c.displaced.Of("member1")
+	require.Empty(t, ready, "back on member1")
+	assert.True(t, c.observe(cluster).Healthy, "the taint it tolerates is no failure during its failback")
+
+	cluster.Spec.Taints = append(cluster.Spec.Taints, corev1.Taint{Key: "fail", Effect: corev1.TaintEffectNoExecute})
+	h := c.observe(cluster)
+	assert.False(t, h.Healthy)
+	assert.Equal(t, "tainted fail:NoExecute", h.Reason)
 }

@@ -2,6 +2,7 @@ package failback
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
@@ -84,5 +86,17 @@ func TestFailbackToleratedTaint(t *testing.T) {
 	assert.Equal(t, []appsv1alpha1.ObjectReference{recordtest.Deploy(ns, "tolerant")}, rec.Spec.Workloads)
 	_, err = c.WaitForPlacement(ctx, ns, "tolerant-deployment", 2*time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err, "tolerant is back on member1, whose NoSchedule taint it tolerates; logs:\n%s", daemon.text())
+	// Back on member1, tolerant is no longer displaced, while its pods there
+	// take 5 s to get ready and the failback waits for them. A change of
+	// the Cluster now (its status is written every 10 s; a label here, so
+	// as not to wait for one) must not read the taint as a new failure.
+	_, err = c.Karmada.ClusterV1alpha1().Clusters().Patch(ctx, "member1", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"failback-tolerated-touch":"`+fmt.Sprint(time.Now().UnixNano())+`"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = c.Karmada.ClusterV1alpha1().Clusters().Patch(context.Background(), "member1", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"failback-tolerated-touch":null}}}`), metav1.PatchOptions{})
+	})
 	waitEvent(ctx, t, c, metav1.NamespaceDefault, "Cluster", "member1", failback.ReasonFinished, recovered)
+	assert.NotContains(t, daemon.text(), "cluster failed during its failback")
 }
