@@ -149,6 +149,9 @@ func BenchmarkPlan2000(b *testing.B) {
 	directTook, directTplTook := medians[directName], medians[directTplName]
 	bareTook, bareTplTook := medians[bareName], medians[bareTplName]
 	fileTook, selTook := medians[fileName], medians[selName]
+	// The timings now, in case the real rebalance below fails the run.
+	fmt.Fprintf(os.Stderr, "timings (median, min-max of %d rounds):\n%s\nplan -f / bare via the proxy %.2fx, plan -l / bare with templates via the proxy %.2fx\n",
+		timingRounds, strings.Join(lines, "\n"), fileTook.Seconds()/bareTook.Seconds(), selTook.Seconds()/bareTplTook.Seconds())
 
 	// The real thing: trigger every workload and wait for the scheduler.
 	// The one-write move: a make-before-break release writes the prediction
