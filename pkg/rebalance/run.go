@@ -463,9 +463,11 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 			// second): the controller counts that as done, and writing again
 			// would change nothing.
 			e.row.Message = fmt.Sprintf("the binding already holds trigger %s; nothing written", formatTime(e.at.Time))
-			if e.target.Before != nil && scheduledInOrAfter(b, e.at) {
-				// Answered before this run read it: spec.clusters is the
-				// answer already, the caller's read is what came before.
+			if e.target.Before != nil {
+				// Someone else wrote the run's trigger (Karmada's controller
+				// acting on the run's record): spec.clusters may hold the
+				// scheduler's answer already, even while its status does not
+				// say so yet. The caller's read is what came before.
 				e.row.Before = e.target.Before
 			}
 			r.settleObservation(e, PreTriggerCheck(b.Labels, b.Spec, b.Status, e.at), true)

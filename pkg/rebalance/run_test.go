@@ -678,9 +678,11 @@ func TestRunTriggerAnsweredBeforeTheRunReadsIt(t *testing.T) {
 	tests := []struct {
 		name       string
 		before     []workv1alpha2.TargetCluster
+		statusLate bool
 		wantBefore []workv1alpha2.TargetCluster
 	}{
 		{name: "read by the caller", before: member2Only, wantBefore: member2Only},
+		{name: "read by the caller, status not written yet", before: member2Only, statusLate: true, wantBefore: member2Only},
 		{name: "not read", wantBefore: backInMember},
 	}
 	for _, tt := range tests {
@@ -689,10 +691,16 @@ func TestRunTriggerAnsweredBeforeTheRunReadsIt(t *testing.T) {
 			created := metav1.NewTime(serverNow.Add(-time.Second))
 			b := scheduledBinding(webDeploy, serverNow.Add(-time.Second), backInMember...)
 			b.Spec.RescheduleTriggeredAt = ptr.To(created)
+			if tt.statusLate {
+				// The scheduler wrote spec.clusters; its status patch,
+				// lastScheduledTime included, has not landed yet.
+				b.Status.LastScheduledTime = ptr.To(metav1.NewTime(serverNow.Add(-time.Hour)))
+			}
 			f.api.add(b)
 			f.runner.TriggerAt = &created
 
-			result, err := f.run(t, time.Minute, Target{Workload: webDeploy, Before: tt.before})
+			// The late status never comes here: the wait ends with the run.
+			result, err := f.run(t, 2*time.Second, Target{Workload: webDeploy, Before: tt.before})
 			require.NoError(t, err)
 			row := result.Rows[0]
 			assert.Equal(t, appsv1alpha1.RebalanceSuccessful, row.Result)
