@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 		Karmada:   engine.Karmada,
 		Clock:     engine.Clock,
 		Predict:   o.predictor(targets),
+		Recheck:   o.recheckPredictor(targets),
 		Budget:    o.budget,
 		OneWrite:  oneWrite,
 		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
@@ -120,7 +122,21 @@ func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
 // shared read (moveReads), one prediction per move from it and the binding
 // the move just read.
 func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predictor {
-	reads := &moveReads{now: time.Now, read: func(ctx context.Context) (predict.Input, error) {
+	reads := &moveReads{now: time.Now, read: o.moveRead(targets)}
+	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+		reads.mu.Lock()
+		defer reads.mu.Unlock()
+		in, err := reads.input(ctx)
+		if err != nil {
+			return handover.Prediction{}, err
+		}
+		return o.predictOne(ctx, in, t, b)
+	}
+}
+
+// moveRead reads what the predictions of a run's moves over targets need.
+func (o *RebalanceOptions) moveRead(targets []rebalance.Target) func(ctx context.Context) (predict.Input, error) {
+	return func(ctx context.Context) (predict.Input, error) {
 		source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
 		if err != nil {
 			return predict.Input{}, err
@@ -128,13 +144,24 @@ func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predic
 		readCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		return source.Read(readCtx, targets, false)
-	}}
+	}
+}
+
+// recheckPredictor is the handover.Predictor a move asks just before its
+// release (handover's settle step): every call reads the clusters,
+// estimators and members afresh, since it must see the replicas the move
+// just stopped, and says when a member's resource summary still counts
+// more than its estimator sees (the scheduler would then weigh it by the
+// stale summary until the next status update).
+func (o *RebalanceOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
+	read := o.moveRead(targets)
 	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
-		reads.mu.Lock()
-		defer reads.mu.Unlock()
-		in, err := reads.input(ctx)
+		in, err := read(ctx)
 		if err != nil {
 			return handover.Prediction{}, err
+		}
+		if stale := predict.StaleSummaries(ctx, in, b); len(stale) > 0 {
+			return handover.Prediction{Unsettled: fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))}, nil
 		}
 		return o.predictOne(ctx, in, t, b)
 	}
@@ -167,7 +194,7 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 			// releases divide differently: stage what any of them starts,
 			// release the newest one's division, and let the scheduler
 			// decide among what is already running.
-			return handover.Prediction{Placements: p.Possible}, nil
+			return handover.Prediction{Placements: p.Possible, ReleaseDependent: true}, nil
 		}
 	}
 	return handover.Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil

@@ -25,6 +25,16 @@ type Prediction struct {
 	Placements [][]workv1alpha2.TargetCluster
 	// Why says why Placements is empty.
 	Why string
+	// ReleaseDependent says that Placements are what the different
+	// releases the control plane may run would write, not what one
+	// scheduler chooses: the move releases onto all of them staged instead
+	// of settling on the first (settle.go).
+	ReleaseDependent bool
+	// Unsettled, when set, says why the read behind the prediction may not
+	// be what karmada-scheduler sees a moment later (a member's resource
+	// summary still counting pods that stopped): the settle check reads
+	// again.
+	Unsettled string
 }
 
 // Predictor tells where a fresh reschedule would put a workload's replicas
@@ -60,6 +70,15 @@ type Mover struct {
 	WaitReady bool
 	// UndoTimeout bounds the undo of an interrupted move; zero means 10s.
 	UndoTimeout time.Duration
+	// Recheck predicts again from a read of its own, taken when it is
+	// called: before the release the move settles the binding on the
+	// placement the scheduler will choose and asks it whether that still
+	// holds (settle.go). Nil releases onto the staged placement as first
+	// predicted.
+	Recheck Predictor
+	// SettleTimeout bounds each wait of the settle step (for the members to
+	// stop the surplus replicas, for a read that agrees); zero means 30s.
+	SettleTimeout time.Duration
 }
 
 // WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
@@ -275,6 +294,12 @@ type handover struct {
 	// staged is the placement the move last wrote; a binding whose
 	// spec.clusters differs was changed by someone else (PlacementChanged).
 	staged placement
+	// releaseDependent: the prediction lists what several releases may
+	// write (Prediction.ReleaseDependent); settled: the settle step found
+	// the placement the scheduler will choose staged and the members at it.
+	releaseDependent, settled bool
+	// settleNote says, on the row, why the move released without settling.
+	settleNote string
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -312,10 +337,19 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	case len(pred.Placements) == 0:
 		return false, "the new placement could not be predicted: " + pred.Why
 	}
+	placements := pred.Placements
+	if h.m.Recheck != nil && !pred.ReleaseDependent {
+		// The move settles on the scheduler's choice before the release
+		// (settle.go), so the second placement a one-write reschedule may
+		// end in (a second pass from the first one's write) never comes:
+		// start only the first.
+		placements = placements[:1]
+	}
 	h.original = toPlacement(b.Spec.Clusters)
-	h.target = toPlacement(pred.Placements[0])
-	h.cover = toPlacement(Covering(b.Spec.Clusters, pred.Placements...))
-	h.keep = keeping(pred.Placements...)
+	h.target = toPlacement(placements[0])
+	h.cover = toPlacement(Covering(b.Spec.Clusters, placements...))
+	h.keep = keeping(placements...)
+	h.releaseDependent = pred.ReleaseDependent
 	if h.cover.equal(h.original) {
 		return false, "" // no cluster gains a replica: nothing to start first
 	}
@@ -372,6 +406,11 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 				return h.m.oneWrite(ctx, h.t, triggered, err.Error())
 			}
 		}
+		errors.As(err, &changed)
+		row.Message = h.stopMessage(ctx, err)
+		return row, nil
+	}
+	if err := h.settle(ctx, &row); err != nil {
 		errors.As(err, &changed)
 		row.Message = h.stopMessage(ctx, err)
 		return row, nil
@@ -561,6 +600,9 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 		}
 	}
 	row.Message = fmt.Sprintf("%s; scheduler chose %s, %s", h.summary(), rebalance.FormatPlacement(b.Spec.Clusters), note)
+	if h.settleNote != "" {
+		row.Message += "; " + h.settleNote
+	}
 	if h.m.WaitReady && obs.Outcome == rebalance.OutcomeScheduled {
 		if _, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
 			r := rebalance.CheckReady(b.Spec, b.Status)
