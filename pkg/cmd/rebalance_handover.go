@@ -147,21 +147,16 @@ func (o *RebalanceOptions) moveRead(targets []rebalance.Target) func(ctx context
 	}
 }
 
-// recheckPredictor is the handover.Predictor a move asks just before its
-// release (handover's settle step): every call reads the clusters,
-// estimators and members afresh, since it must see the replicas the move
-// just stopped, and says when a member's resource summary still counts
-// more than its estimator sees (the scheduler would then weigh it by the
-// stale summary until the next status update).
+// recheckPredictor is the handover.Predictor a move asks when the shared
+// read was unsettled and just before its release (handover's settle step):
+// every call reads the clusters, estimators and members afresh, since it
+// must see the replicas that just started or stopped.
 func (o *RebalanceOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
 	read := o.moveRead(targets)
 	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 		in, err := read(ctx)
 		if err != nil {
 			return handover.Prediction{}, err
-		}
-		if stale := predict.StaleSummaries(ctx, in, b); len(stale) > 0 {
-			return handover.Prediction{Unsettled: fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))}, nil
 		}
 		return o.predictOne(ctx, in, t, b)
 	}
@@ -187,6 +182,7 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 		if len(p.Alternative) > 0 {
 			out.Placements = append(out.Placements, p.Alternative)
 		}
+		out.Unsettled = unsettled(ctx, in, b, out.Placements)
 		return out, nil
 	case predict.CannotPredict:
 		if p.Reason == predict.ReasonReleaseDependent && len(p.Possible) > 0 {
@@ -198,4 +194,25 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 		}
 	}
 	return handover.Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil
+}
+
+// unsettled says which clusters of b's placement or of the predicted ones
+// have a resource summary that still counts replicas their estimator no
+// longer sees (a failover's or a move's stopped pods): karmada-scheduler
+// weighs them by that stale summary until the member's next status update,
+// so the prediction may not be what it decides a moment later.
+func unsettled(ctx context.Context, in predict.Input, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
+	names := map[string]bool{}
+	for _, tc := range b.Spec.Clusters {
+		names[tc.Name] = true
+	}
+	for _, p := range placements {
+		for _, tc := range p {
+			names[tc.Name] = true
+		}
+	}
+	if stale := predict.StaleSummaries(ctx, in, b.Spec.ReplicaRequirements, names); len(stale) > 0 {
+		return fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))
+	}
+	return ""
 }

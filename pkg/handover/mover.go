@@ -331,6 +331,13 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 		return false, "the binding's last scheduling did not succeed, so there is no running placement to keep"
 	}
 	pred, err := h.m.Predict(ctx, h.t, b)
+	if err == nil && pred.Unsettled != "" && h.m.Recheck != nil {
+		// Right after a failover or another move a member's summary may
+		// still count pods that are gone: predict from reads of its own
+		// until the summaries caught up, rather than stage for a placement
+		// the scheduler will not choose.
+		pred, err = h.settledPrediction(ctx, b)
+	}
 	switch {
 	case err != nil:
 		return false, "the new placement could not be predicted: " + err.Error()

@@ -412,3 +412,51 @@ func TestSettleStagesWhatTheSchedulerNowChooses(t *testing.T) {
 	assert.NotContains(t, row.Message, "not started first")
 	assert.GreaterOrEqual(t, sim.minReady, int32(3), "ready replicas never fell below the starting count")
 }
+
+// TestMovePredictsAgainWhileSummariesAreStale: right after a failover the
+// shared read's prediction is marked Unsettled (a member's summary still
+// counting pods that are gone); the move predicts from reads of its own
+// until one is settled and stages for that, in one step, instead of
+// staging for the stale answer and again before the release.
+func TestMovePredictsAgainWhileSummariesAreStale(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 300 * time.Millisecond, decision: tc("member1", 2, "member2", 1)}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				sim.step(ctx, t, client)
+			}
+		}
+	}()
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	rechecks := 0
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{}, SettleTimeout: 5 * time.Second,
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}, Unsettled: "stale summary of member1"}, nil
+		},
+		Recheck: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			rechecks++
+			if rechecks == 1 {
+				return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}, Unsettled: "stale summary of member1"}, nil
+			}
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 2, "member2", 1)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	assert.Contains(t, row.Message, "staged {member1:2, member2:3} in 1 step(s)")
+	assert.Contains(t, row.Message, "scheduler chose {member1:2, member2:1}, as predicted")
+	assert.GreaterOrEqual(t, sim.minReady, int32(3))
+}

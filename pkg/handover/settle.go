@@ -237,3 +237,21 @@ func samePlacements(a, b [][]workv1alpha2.TargetCluster) bool {
 	}
 	return true
 }
+
+// settledPrediction predicts b's fresh reschedule from new reads until one
+// is not Unsettled, or the settle timeout passed (then the last one: the
+// settle step checks again before the release).
+func (h *handover) settledPrediction(ctx context.Context, b *workv1alpha2.ResourceBinding) (Prediction, error) {
+	deadline := time.Now().Add(h.settleTimeout())
+	for {
+		pred, err := h.m.Recheck(ctx, h.t, b)
+		if err != nil || pred.Unsettled == "" || time.Now().After(deadline) {
+			return pred, err
+		}
+		select {
+		case <-ctx.Done():
+			return pred, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -175,37 +176,28 @@ func readKey(cluster string, req *workv1alpha2.ReplicaRequirements) (string, err
 	return cluster + "\x00" + string(read), nil
 }
 
-// StaleSummaries names the clusters of b's placement whose general
-// estimate (from the Cluster's resource summary, which the member refreshes
-// only every status update period) leaves fewer of b's replicas than the
+// StaleSummaries names the clusters among names whose general estimate
+// (from the Cluster's resource summary, which the member refreshes only
+// every status update period) leaves fewer replicas needing req than the
 // member's estimator: the summary still counts pods that stopped.
 // karmada-scheduler takes the lower of the two answers, so until the next
-// status update it weighs such a cluster by the stale summary, and a
-// prediction from the estimators alone may not be what it decides.
-func StaleSummaries(ctx context.Context, in Input, b *workv1alpha2.ResourceBinding) []string {
+// status update it weighs such a cluster by the stale summary, and the
+// cluster's room changes when the summary catches up.
+func StaleSummaries(ctx context.Context, in Input, req *workv1alpha2.ReplicaRequirements, names map[string]bool) []string {
 	var out []string
-	for _, tc := range b.Spec.Clusters {
-		member := in.Accurate[tc.Name]
-		if member == nil {
+	for _, c := range in.Clusters {
+		member := in.Accurate[c.Name]
+		if !names[c.Name] || member == nil || c.Status.ResourceSummary == nil {
 			continue
 		}
-		var cluster *clusterv1alpha1.Cluster
-		for _, c := range in.Clusters {
-			if c.Name == tc.Name {
-				cluster = c
-			}
-		}
-		if cluster == nil || cluster.Status.ResourceSummary == nil {
-			continue
-		}
-		general, ok := generalEstimate(ctx, cluster, b.Spec.ReplicaRequirements)
+		general, ok := generalEstimate(ctx, c, req)
 		if !ok {
 			continue
 		}
-		accurate, err := member.MaxAvailableReplicas(ctx, b.Spec.ReplicaRequirements)
-		if err == nil && general < accurate {
-			out = append(out, tc.Name)
+		if accurate, err := member.MaxAvailableReplicas(ctx, req); err == nil && general < accurate {
+			out = append(out, c.Name)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
