@@ -182,7 +182,7 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 		if len(p.Alternative) > 0 {
 			out.Placements = append(out.Placements, p.Alternative)
 		}
-		out.Unsettled = unsettled(ctx, in, b, out.Placements)
+		out.Unsettled = o.unsettled(ctx, in, t, b, out.Placements)
 		return out, nil
 	case predict.CannotPredict:
 		if p.Reason == predict.ReasonReleaseDependent && len(p.Possible) > 0 {
@@ -196,12 +196,14 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 	return handover.Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil
 }
 
-// unsettled says which clusters of b's placement or of the predicted ones
-// have a resource summary that still counts replicas their estimator no
-// longer sees (a failover's or a move's stopped pods): karmada-scheduler
-// weighs them by that stale summary until the member's next status update,
-// so the prediction may not be what it decides a moment later.
-func unsettled(ctx context.Context, in predict.Input, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
+// unsettled says why the prediction (placements, from in) may not be
+// what karmada-scheduler decides a moment later, or "": a cluster of b's
+// placement or of the predicted ones whose resource summary still counts
+// replicas its estimator no longer sees (a failover's or a move's stopped
+// pods) is weighed by that stale summary until the member's next status
+// update, and it matters when the prediction from the summaries as they
+// will read then differs.
+func (o *RebalanceOptions) unsettled(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
 	names := map[string]bool{}
 	for _, tc := range b.Spec.Clusters {
 		names[tc.Name] = true
@@ -211,8 +213,24 @@ func unsettled(ctx context.Context, in predict.Input, b *workv1alpha2.ResourceBi
 			names[tc.Name] = true
 		}
 	}
-	if stale := predict.StaleSummaries(ctx, in, b.Spec.ReplicaRequirements, names); len(stale) > 0 {
-		return fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))
+	stale := predict.StaleSummaries(ctx, in, b.Spec.ReplicaRequirements, names)
+	if len(stale) == 0 {
+		return ""
+	}
+	why := fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))
+	later := predict.CaughtUp(in, stale)
+	later.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
+	opts := predict.Options{}
+	if info, err := o.karmadaRelease(); err == nil {
+		opts.Release = &info
+	}
+	predictions, err := predict.Predict(ctx, later, []rebalance.Target{t}, opts)
+	if err != nil || len(predictions) != 1 {
+		return why
+	}
+	p := predictions[0]
+	if !predict.SamePlacement(p.Predicted, placements[0]) {
+		return why + fmt.Sprintf(" (once it catches up the scheduler would choose %s)", rebalance.FormatPlacement(p.Predicted))
 	}
 	return ""
 }

@@ -201,3 +201,23 @@ func StaleSummaries(ctx context.Context, in Input, req *workv1alpha2.ReplicaRequ
 	slices.Sort(out)
 	return out
 }
+
+// CaughtUp returns in with the resource summaries of the named clusters as
+// they will read once the members' next status update caught up with
+// their estimators: without the allocated and allocating counts, so that
+// the general estimate no longer undercuts the estimator's answer, which is
+// then the one karmada-scheduler takes. A prediction from it next to one
+// from in tells whether the summaries' lag changes the decision.
+func CaughtUp(in Input, names []string) Input {
+	out := in
+	out.Clusters = make([]*clusterv1alpha1.Cluster, len(in.Clusters))
+	for i, c := range in.Clusters {
+		if c.Status.ResourceSummary != nil && slices.Contains(names, c.Name) {
+			c = c.DeepCopy()
+			c.Status.ResourceSummary.Allocated = nil
+			c.Status.ResourceSummary.Allocating = nil
+		}
+		out.Clusters[i] = c
+	}
+	return out
+}

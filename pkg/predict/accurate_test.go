@@ -126,3 +126,19 @@ func TestStaleSummaries(t *testing.T) {
 	assert.Equal(t, []string{"member1"}, StaleSummaries(context.Background(), in, nil, all))
 	assert.Empty(t, StaleSummaries(context.Background(), in, nil, map[string]bool{"member2": true, "member3": true}))
 }
+
+// CaughtUp clears the lag of the named clusters' summaries only, on copies.
+func TestCaughtUp(t *testing.T) {
+	stale := cluster("member1", 110)
+	stale.Status.ResourceSummary.Allocated = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+	other := cluster("member2", 110)
+	other.Status.ResourceSummary.Allocated = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+	in := Input{
+		Clusters: []*clusterv1alpha1.Cluster{stale, other},
+		Accurate: map[string]AccurateEstimator{"member1": fixedRoom(110), "member2": fixedRoom(110)},
+	}
+	all := map[string]bool{"member1": true, "member2": true}
+	later := CaughtUp(in, []string{"member1"})
+	assert.Equal(t, []string{"member2"}, StaleSummaries(context.Background(), later, nil, all))
+	assert.Equal(t, []string{"member1", "member2"}, StaleSummaries(context.Background(), in, nil, all), "the input is left as read")
+}
