@@ -77,6 +77,7 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 		Clock:     engine.Clock,
 		Predict:   o.predictor(targets),
 		Recheck:   o.recheckPredictor(targets),
+		Serial:    make(chan struct{}, 1),
 		Budget:    o.budget,
 		OneWrite:  oneWrite,
 		WaitReady: o.MaxInFlight > 0 && o.WaitReady,

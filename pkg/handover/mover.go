@@ -79,6 +79,13 @@ type Mover struct {
 	// SettleTimeout bounds each wait of the settle step (for the members to
 	// stop the surplus replicas, for a read that agrees); zero means 30s.
 	SettleTimeout time.Duration
+	// Serial, a channel of capacity 1 shared by the moves of a run, makes
+	// one move at a time go from its settle step to the scheduler's answer
+	// to its release, and keeps the other moves' writes (which start and
+	// stop replicas on the same members) out of that window: otherwise a
+	// move settled on what it read may be released into a cluster another
+	// move just changed (seen in a waved batch of 50). Nil: no such order.
+	Serial chan struct{}
 }
 
 // WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
@@ -300,6 +307,8 @@ type handover struct {
 	releaseDependent, settled bool
 	// settleNote says, on the row, why the move released without settling.
 	settleNote string
+	// serialHeld: this move holds Mover.Serial.
+	serialHeld bool
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -417,6 +426,11 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		row.Message = h.stopMessage(ctx, err)
 		return row, nil
 	}
+	defer h.unlock()
+	if err := h.lock(ctx); err != nil {
+		row.Message = h.stopMessage(ctx, err)
+		return row, nil
+	}
 	if err := h.settle(ctx, &row); err != nil {
 		errors.As(err, &changed)
 		row.Message = h.stopMessage(ctx, err)
@@ -463,7 +477,7 @@ func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
 	for {
 		next, done := grow(cur, gaining(h.original, h.cover), h.replicas, h.limits.Surge)
 		if first || !next.equal(cur) {
-			if err := h.place(ctx, next, first); err != nil {
+			if err := h.write(ctx, next, first); err != nil {
 				return err
 			}
 			first = false
@@ -480,7 +494,7 @@ func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
 		if err := h.waitSafe(ctx, after, row); err != nil {
 			return err
 		}
-		if err := h.place(ctx, after, false); err != nil {
+		if err := h.write(ctx, after, false); err != nil {
 			return err
 		}
 		cur = after
@@ -589,6 +603,8 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 		obs = rebalance.ClassifyOutcome(b.Generation, b.Spec, b.Status, written, at)
 		return obs.Outcome != rebalance.OutcomeWaiting
 	})
+	// The scheduler answered: the next move may settle and release.
+	h.unlock()
 	row.Observation = obs
 	if err != nil {
 		if errors.Is(err, errDeleted) || apierrors.IsNotFound(err) {

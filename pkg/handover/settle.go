@@ -88,7 +88,13 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 			}
 			h.steps++
 		}
+		// Others may write while the new replicas start; the read that
+		// settles this move comes after they are ready.
+		h.unlock()
 		if err := h.waitSafe(ctx, h.target, row); err != nil {
+			return err
+		}
+		if err := h.lock(ctx); err != nil {
 			return err
 		}
 	}
@@ -254,4 +260,38 @@ func (h *handover) settledPrediction(ctx context.Context, b *workv1alpha2.Resour
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// lock takes Mover.Serial for this move (nothing without one, or when held).
+func (h *handover) lock(ctx context.Context) error {
+	if h.m.Serial == nil || h.serialHeld {
+		return nil
+	}
+	select {
+	case h.m.Serial <- struct{}{}:
+		h.serialHeld = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// unlock lets Mover.Serial go if this move holds it.
+func (h *handover) unlock() {
+	if h.serialHeld {
+		<-h.m.Serial
+		h.serialHeld = false
+	}
+}
+
+// write is place for a staging write: it waits while another move of the
+// run is between its settle step and the scheduler's answer (Mover.Serial).
+func (h *handover) write(ctx context.Context, p placement, first bool) error {
+	if h.m.Serial != nil && !h.serialHeld {
+		if err := h.lock(ctx); err != nil {
+			return err
+		}
+		defer h.unlock()
+	}
+	return h.place(ctx, p, first)
 }
