@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +76,8 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 		Karmada:   engine.Karmada,
 		Clock:     engine.Clock,
 		Predict:   o.predictor(targets),
+		Recheck:   o.recheckPredictor(targets),
+		Serial:    make(chan struct{}, 1),
 		Budget:    o.budget,
 		OneWrite:  oneWrite,
 		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
@@ -120,7 +123,21 @@ func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
 // shared read (moveReads), one prediction per move from it and the binding
 // the move just read.
 func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predictor {
-	reads := &moveReads{now: time.Now, read: func(ctx context.Context) (predict.Input, error) {
+	reads := &moveReads{now: time.Now, read: o.moveRead(targets)}
+	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+		reads.mu.Lock()
+		defer reads.mu.Unlock()
+		in, err := reads.input(ctx)
+		if err != nil {
+			return handover.Prediction{}, err
+		}
+		return o.predictOne(ctx, in, t, b)
+	}
+}
+
+// moveRead reads what the predictions of a run's moves over targets need.
+func (o *RebalanceOptions) moveRead(targets []rebalance.Target) func(ctx context.Context) (predict.Input, error) {
+	return func(ctx context.Context) (predict.Input, error) {
 		source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
 		if err != nil {
 			return predict.Input{}, err
@@ -128,11 +145,17 @@ func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predic
 		readCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		return source.Read(readCtx, targets, false)
-	}}
+	}
+}
+
+// recheckPredictor is the handover.Predictor a move asks when the shared
+// read was unsettled and just before its release (handover's settle step):
+// every call reads the clusters, estimators and members afresh, since it
+// must see the replicas that just started or stopped.
+func (o *RebalanceOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
+	read := o.moveRead(targets)
 	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
-		reads.mu.Lock()
-		defer reads.mu.Unlock()
-		in, err := reads.input(ctx)
+		in, err := read(ctx)
 		if err != nil {
 			return handover.Prediction{}, err
 		}
@@ -160,6 +183,7 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 		if len(p.Alternative) > 0 {
 			out.Placements = append(out.Placements, p.Alternative)
 		}
+		out.Unsettled = o.unsettled(ctx, in, t, b, out.Placements)
 		return out, nil
 	case predict.CannotPredict:
 		if p.Reason == predict.ReasonReleaseDependent && len(p.Possible) > 0 {
@@ -167,8 +191,47 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 			// releases divide differently: stage what any of them starts,
 			// release the newest one's division, and let the scheduler
 			// decide among what is already running.
-			return handover.Prediction{Placements: p.Possible}, nil
+			return handover.Prediction{Placements: p.Possible, ReleaseDependent: true}, nil
 		}
 	}
 	return handover.Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil
+}
+
+// unsettled says why the prediction (placements, from in) may not be
+// what karmada-scheduler decides a moment later, or "": a cluster of b's
+// placement or of the predicted ones whose resource summary still counts
+// replicas its estimator no longer sees (a failover's or a move's stopped
+// pods) is weighed by that stale summary until the member's next status
+// update, and it matters when the prediction from the summaries as they
+// will read then differs.
+func (o *RebalanceOptions) unsettled(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
+	names := map[string]bool{}
+	for _, tc := range b.Spec.Clusters {
+		names[tc.Name] = true
+	}
+	for _, p := range placements {
+		for _, tc := range p {
+			names[tc.Name] = true
+		}
+	}
+	stale := predict.StaleSummaries(ctx, in, b.Spec.ReplicaRequirements, names)
+	if len(stale) == 0 {
+		return ""
+	}
+	why := fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))
+	later := predict.CaughtUp(in, stale)
+	later.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
+	opts := predict.Options{}
+	if info, err := o.karmadaRelease(); err == nil {
+		opts.Release = &info
+	}
+	predictions, err := predict.Predict(ctx, later, []rebalance.Target{t}, opts)
+	if err != nil || len(predictions) != 1 {
+		return why
+	}
+	p := predictions[0]
+	if !predict.SamePlacement(p.Predicted, placements[0]) {
+		return why + fmt.Sprintf(" (once it catches up the scheduler would choose %s)", rebalance.FormatPlacement(p.Predicted))
+	}
+	return ""
 }

@@ -4,10 +4,12 @@
 // scheduling, stages the replicas the move gains (spec.clusters holding, per
 // cluster, the larger of now and the prediction, within a surge budget),
 // waits until the member clusters report them ready in the binding's
-// aggregatedStatus, and only then releases the binding with a fresh
-// rescheduleTriggeredAt in the same write that lifts the suspension: the
-// scheduler makes its own decision and the clusters that lose replicas
-// scale down after the new ones run.
+// aggregatedStatus, settles the still suspended binding on the prediction
+// (the clusters that lose replicas scale down after the new ones run) until
+// a new read agrees that the scheduler will choose exactly that, and only
+// then releases the binding with a fresh rescheduleTriggeredAt in the same
+// write that lifts the suspension: the scheduler makes its own decision,
+// which finds spec.clusters as it would write it (settle.go).
 //
 // It also owns the ledger of a move: an annotation on the binding
 // (LedgerAnnotation) written with the suspension and removed with the

@@ -25,6 +25,16 @@ type Prediction struct {
 	Placements [][]workv1alpha2.TargetCluster
 	// Why says why Placements is empty.
 	Why string
+	// ReleaseDependent says that Placements are what the different
+	// releases the control plane may run would write, not what one
+	// scheduler chooses: the move releases onto all of them staged instead
+	// of settling on the first (settle.go).
+	ReleaseDependent bool
+	// Unsettled, when set, says why the read behind the prediction may not
+	// be what karmada-scheduler sees a moment later (a member's resource
+	// summary still counting pods that stopped): the settle check reads
+	// again.
+	Unsettled string
 }
 
 // Predictor tells where a fresh reschedule would put a workload's replicas
@@ -60,6 +70,22 @@ type Mover struct {
 	WaitReady bool
 	// UndoTimeout bounds the undo of an interrupted move; zero means 10s.
 	UndoTimeout time.Duration
+	// Recheck predicts again from a read of its own, taken when it is
+	// called: before the release the move settles the binding on the
+	// placement the scheduler will choose and asks it whether that still
+	// holds (settle.go). Nil releases onto the staged placement as first
+	// predicted.
+	Recheck Predictor
+	// SettleTimeout bounds each wait of the settle step (for the members to
+	// stop the surplus replicas, for a read that agrees); zero means 30s.
+	SettleTimeout time.Duration
+	// Serial, a channel of capacity 1 shared by the moves of a run, makes
+	// one move at a time go from its settle step to the scheduler's answer
+	// to its release, and keeps the other moves' writes (which start and
+	// stop replicas on the same members) out of that window: otherwise a
+	// move settled on what it read may be released into a cluster another
+	// move just changed (seen in a waved batch of 50). Nil: no such order.
+	Serial chan struct{}
 }
 
 // WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
@@ -275,6 +301,14 @@ type handover struct {
 	// staged is the placement the move last wrote; a binding whose
 	// spec.clusters differs was changed by someone else (PlacementChanged).
 	staged placement
+	// releaseDependent: the prediction lists what several releases may
+	// write (Prediction.ReleaseDependent); settled: the settle step found
+	// the placement the scheduler will choose staged and the members at it.
+	releaseDependent, settled bool
+	// settleNote says, on the row, why the move released without settling.
+	settleNote string
+	// serialHeld: this move holds Mover.Serial.
+	serialHeld bool
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -306,16 +340,32 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 		return false, "the binding's last scheduling did not succeed, so there is no running placement to keep"
 	}
 	pred, err := h.m.Predict(ctx, h.t, b)
+	if err == nil && pred.Unsettled != "" && h.m.Recheck != nil {
+		// Right after a failover or another move a member's summary may
+		// still count pods that are gone: predict from reads of its own
+		// until the summaries caught up, rather than stage for a placement
+		// the scheduler will not choose.
+		pred, err = h.settledPrediction(ctx, b)
+	}
 	switch {
 	case err != nil:
 		return false, "the new placement could not be predicted: " + err.Error()
 	case len(pred.Placements) == 0:
 		return false, "the new placement could not be predicted: " + pred.Why
 	}
+	placements := pred.Placements
+	if h.m.Recheck != nil && !pred.ReleaseDependent {
+		// The move settles on the scheduler's choice before the release
+		// (settle.go), so the second placement a one-write reschedule may
+		// end in (a second pass from the first one's write) never comes:
+		// start only the first.
+		placements = placements[:1]
+	}
 	h.original = toPlacement(b.Spec.Clusters)
-	h.target = toPlacement(pred.Placements[0])
-	h.cover = toPlacement(Covering(b.Spec.Clusters, pred.Placements...))
-	h.keep = keeping(pred.Placements...)
+	h.target = toPlacement(placements[0])
+	h.cover = toPlacement(Covering(b.Spec.Clusters, placements...))
+	h.keep = keeping(placements...)
+	h.releaseDependent = pred.ReleaseDependent
 	if h.cover.equal(h.original) {
 		return false, "" // no cluster gains a replica: nothing to start first
 	}
@@ -376,6 +426,16 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		row.Message = h.stopMessage(ctx, err)
 		return row, nil
 	}
+	defer h.unlock()
+	if err := h.lock(ctx); err != nil {
+		row.Message = h.stopMessage(ctx, err)
+		return row, nil
+	}
+	if err := h.settle(ctx, &row); err != nil {
+		errors.As(err, &changed)
+		row.Message = h.stopMessage(ctx, err)
+		return row, nil
+	}
 	at, err := h.release(ctx)
 	if err != nil {
 		errors.As(err, &changed)
@@ -417,7 +477,7 @@ func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
 	for {
 		next, done := grow(cur, gaining(h.original, h.cover), h.replicas, h.limits.Surge)
 		if first || !next.equal(cur) {
-			if err := h.place(ctx, next, first); err != nil {
+			if err := h.write(ctx, next, first); err != nil {
 				return err
 			}
 			first = false
@@ -434,7 +494,7 @@ func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
 		if err := h.waitSafe(ctx, after, row); err != nil {
 			return err
 		}
-		if err := h.place(ctx, after, false); err != nil {
+		if err := h.write(ctx, after, false); err != nil {
 			return err
 		}
 		cur = after
@@ -543,6 +603,8 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 		obs = rebalance.ClassifyOutcome(b.Generation, b.Spec, b.Status, written, at)
 		return obs.Outcome != rebalance.OutcomeWaiting
 	})
+	// The scheduler answered: the next move may settle and release.
+	h.unlock()
 	row.Observation = obs
 	if err != nil {
 		if errors.Is(err, errDeleted) || apierrors.IsNotFound(err) {
@@ -561,6 +623,9 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 		}
 	}
 	row.Message = fmt.Sprintf("%s; scheduler chose %s, %s", h.summary(), rebalance.FormatPlacement(b.Spec.Clusters), note)
+	if h.settleNote != "" {
+		row.Message += "; " + h.settleNote
+	}
 	if h.m.WaitReady && obs.Outcome == rebalance.OutcomeScheduled {
 		if _, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
 			r := rebalance.CheckReady(b.Spec, b.Status)

@@ -30,6 +30,13 @@ type members struct {
 	minReady int32
 	startup  time.Duration
 	decision []workv1alpha2.TargetCluster
+	// decide, when set, plays a scheduler that answers a step after the
+	// members acted on the trigger's write, with estimators that still
+	// counted the replicas that write stopped: inFlight says whether any
+	// cluster ran more than spec.clusters asked when the trigger landed.
+	decide   func(inFlight bool) []workv1alpha2.TargetCluster
+	deciding bool
+	inFlight bool
 }
 
 func (m *members) step(ctx context.Context, t *testing.T, client *fake.Clientset) {
@@ -39,14 +46,32 @@ func (m *members) step(ctx context.Context, t *testing.T, client *fake.Clientset
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !rb.Spec.SchedulingSuspended() && rb.Spec.RescheduleTriggeredAt != nil && rb.Status.LastScheduledTime.Before(rb.Spec.RescheduleTriggeredAt) {
-		rb.Spec.Clusters = m.decision
-		rb.Status.LastScheduledTime = rb.Spec.RescheduleTriggeredAt.DeepCopy()
-		rb.Status.SchedulerObservedGeneration = rb.Generation
-	}
 	want := map[string]int32{}
 	for _, c := range rb.Spec.Clusters {
 		want[c.Name] = c.Replicas
+	}
+	if !rb.Spec.SchedulingSuspended() && rb.Spec.RescheduleTriggeredAt != nil && rb.Status.LastScheduledTime.Before(rb.Spec.RescheduleTriggeredAt) {
+		switch {
+		case m.decide != nil && !m.deciding:
+			m.deciding = true
+			for _, name := range []string{"member1", "member2"} {
+				if int32(len(m.starting[name]))+m.ready[name] > want[name] {
+					m.inFlight = true
+				}
+			}
+		default:
+			decision := m.decision
+			if m.decide != nil {
+				decision = m.decide(m.inFlight)
+			}
+			rb.Spec.Clusters = decision
+			rb.Status.LastScheduledTime = rb.Spec.RescheduleTriggeredAt.DeepCopy()
+			rb.Status.SchedulerObservedGeneration = rb.Generation
+			want = map[string]int32{}
+			for _, c := range rb.Spec.Clusters {
+				want[c.Name] = c.Replicas
+			}
+		}
 	}
 	now := time.Now()
 	var status []workv1alpha2.AggregatedStatusItem
@@ -71,7 +96,7 @@ func (m *members) step(ctx context.Context, t *testing.T, client *fake.Clientset
 			}
 		}
 		m.starting[name] = still
-		raw, _ := json.Marshal(map[string]int32{"readyReplicas": m.ready[name]})
+		raw, _ := json.Marshal(map[string]int32{"readyReplicas": m.ready[name], "replicas": m.ready[name] + int32(len(m.starting[name]))})
 		status = append(status, workv1alpha2.AggregatedStatusItem{ClusterName: name, Status: &runtime.RawExtension{Raw: raw}, Applied: true})
 	}
 	m.minReady = min(m.minReady, m.ready["member1"]+m.ready["member2"])
@@ -284,4 +309,171 @@ func TestMoveLetsGoWhenKarmadaEvictsTheTarget(t *testing.T) {
 	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
 	assert.Nil(t, rb.Spec.RescheduleTriggeredAt)
 	assert.Equal(t, tc("member2", 3), rb.Spec.Clusters, "Karmada's placement stays")
+}
+
+// TestMoveSettlesBeforeTheRelease plays the race seen on the seed's move
+// back: a scheduler whose estimators still count the replicas the release's
+// write stopped chooses {member1:2, member2:1} against the predicted
+// {member1:1, member2:2}, and its write stops a ready replica it then has
+// to start again. Settled first (the prediction in spec.clusters while the
+// binding is suspended, the surplus stopped, a new read agreeing), the
+// release finds nothing in flight: the scheduler chooses the prediction and
+// the ready count never drops below 3.
+func TestMoveSettlesBeforeTheRelease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 300 * time.Millisecond,
+		decide: func(inFlight bool) []workv1alpha2.TargetCluster {
+			if inFlight {
+				return tc("member1", 2, "member2", 1)
+			}
+			return tc("member1", 1, "member2", 2)
+		}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				sim.step(ctx, t, client)
+			}
+		}
+	}()
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	predicted := func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+		return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2), tc("member1", 2, "member2", 1)}}, nil
+	}
+	var rechecked []*workv1alpha2.ResourceBinding
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{}, Predict: predicted,
+		SettleTimeout: 5 * time.Second,
+		Recheck: func(_ context.Context, _ rebalance.Target, b *workv1alpha2.ResourceBinding) (Prediction, error) {
+			rechecked = append(rechecked, b)
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	assert.Contains(t, row.Message, "as predicted")
+	assert.GreaterOrEqual(t, sim.minReady, int32(3), "ready replicas never fell below the starting count")
+	require.NotEmpty(t, rechecked, "the placement was predicted again before the release")
+	assert.False(t, rechecked[0].Spec.SchedulingSuspended(), "rechecked as the scheduler will see it, not suspended")
+	assert.Equal(t, tc("member1", 1, "member2", 2), rechecked[0].Spec.Clusters, "rechecked with the prediction in spec.clusters")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.Equal(t, tc("member1", 1, "member2", 2), rb.Spec.Clusters)
+}
+
+// TestSettleStagesWhatTheSchedulerNowChooses: when new reads agree that
+// the scheduler would now choose another placement than first predicted,
+// the move starts what that one adds and settles there before the release.
+func TestSettleStagesWhatTheSchedulerNowChooses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 300 * time.Millisecond, decision: tc("member1", 2, "member2", 1)}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				sim.step(ctx, t, client)
+			}
+		}
+	}()
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{}, SettleTimeout: 5 * time.Second,
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+		},
+		Recheck: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 2, "member2", 1)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	assert.Contains(t, row.Message, "scheduler chose {member1:2, member2:1}")
+	assert.NotContains(t, row.Message, "not started first")
+	assert.GreaterOrEqual(t, sim.minReady, int32(3), "ready replicas never fell below the starting count")
+}
+
+// TestMovePredictsAgainWhileSummariesAreStale: right after a failover the
+// shared read's prediction is marked Unsettled (a member's summary still
+// counting pods that are gone); the move predicts from reads of its own
+// until one is settled and stages for that, in one step, instead of
+// staging for the stale answer and again before the release.
+func TestMovePredictsAgainWhileSummariesAreStale(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 300 * time.Millisecond, decision: tc("member1", 2, "member2", 1)}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				sim.step(ctx, t, client)
+			}
+		}
+	}()
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	rechecks := 0
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{}, SettleTimeout: 5 * time.Second,
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}, Unsettled: "stale summary of member1"}, nil
+		},
+		Recheck: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			rechecks++
+			if rechecks == 1 {
+				return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}, Unsettled: "stale summary of member1"}, nil
+			}
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 2, "member2", 1)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	close(stop)
+	<-done
+	require.NoError(t, err)
+	assert.Contains(t, row.Message, "staged {member1:2, member2:3} in 1 step(s)")
+	assert.Contains(t, row.Message, "scheduler chose {member1:2, member2:1}, as predicted")
+	assert.GreaterOrEqual(t, sim.minReady, int32(3))
+}
+
+// One move of a run at a time goes from its settle step to the scheduler's
+// answer; another move's lock (and so its staging writes) waits for it, or
+// ends with its context.
+func TestSerialKeepsOneMoveInItsRelease(t *testing.T) {
+	m := &Mover{Serial: make(chan struct{}, 1)}
+	a, b := &handover{m: m}, &handover{m: m}
+	require.NoError(t, a.lock(context.Background()))
+	require.NoError(t, a.lock(context.Background()), "taking it again while held is a no-op")
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, b.lock(short), context.DeadlineExceeded)
+	a.unlock()
+	a.unlock()
+	require.NoError(t, b.lock(context.Background()))
+	b.unlock()
 }

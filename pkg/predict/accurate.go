@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -173,4 +174,50 @@ func readKey(cluster string, req *workv1alpha2.ReplicaRequirements) (string, err
 		return "", err
 	}
 	return cluster + "\x00" + string(read), nil
+}
+
+// StaleSummaries names the clusters among names whose general estimate
+// (from the Cluster's resource summary, which the member refreshes only
+// every status update period) leaves fewer replicas needing req than the
+// member's estimator: the summary still counts pods that stopped.
+// karmada-scheduler takes the lower of the two answers, so until the next
+// status update it weighs such a cluster by the stale summary, and the
+// cluster's room changes when the summary catches up.
+func StaleSummaries(ctx context.Context, in Input, req *workv1alpha2.ReplicaRequirements, names map[string]bool) []string {
+	var out []string
+	for _, c := range in.Clusters {
+		member := in.Accurate[c.Name]
+		if !names[c.Name] || member == nil || c.Status.ResourceSummary == nil {
+			continue
+		}
+		general, ok := generalEstimate(ctx, c, req)
+		if !ok {
+			continue
+		}
+		if accurate, err := member.MaxAvailableReplicas(ctx, req); err == nil && general < accurate {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CaughtUp returns in with the resource summaries of the named clusters as
+// they will read once the members' next status update caught up with
+// their estimators: without the allocated and allocating counts, so that
+// the general estimate no longer undercuts the estimator's answer, which is
+// then the one karmada-scheduler takes. A prediction from it next to one
+// from in tells whether the summaries' lag changes the decision.
+func CaughtUp(in Input, names []string) Input {
+	out := in
+	out.Clusters = make([]*clusterv1alpha1.Cluster, len(in.Clusters))
+	for i, c := range in.Clusters {
+		if c.Status.ResourceSummary != nil && slices.Contains(names, c.Name) {
+			c = c.DeepCopy()
+			c.Status.ResourceSummary.Allocated = nil
+			c.Status.ResourceSummary.Allocating = nil
+		}
+		out.Clusters[i] = c
+	}
+	return out
 }

@@ -107,3 +107,38 @@ func TestShiftRemembersTheClustersAsReadByRequest(t *testing.T) {
 	assert.Equal(t, int32(-4), view.shift(ctx, changed, requests("1")))
 	assert.Equal(t, int32(0), view.shift(ctx, read, requests("1")), "the cluster as read has not moved")
 }
+
+// A member whose resource summary still counts pods its estimator no longer
+// sees (replicas that stopped since the last status update) is stale; one
+// whose summary counts as many, or fewer (cordoned nodes, pods started
+// since), is not; clusters outside names are not looked at.
+func TestStaleSummaries(t *testing.T) {
+	stale := cluster("member1", 110)
+	stale.Status.ResourceSummary.Allocated = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+	current := cluster("member2", 110)
+	current.Status.ResourceSummary.Allocated = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(3, resource.DecimalSI)}
+	behind := cluster("member3", 110)
+	in := Input{
+		Clusters: []*clusterv1alpha1.Cluster{stale, current, behind},
+		Accurate: map[string]AccurateEstimator{"member1": fixedRoom(110), "member2": fixedRoom(107), "member3": fixedRoom(105)},
+	}
+	all := map[string]bool{"member1": true, "member2": true, "member3": true}
+	assert.Equal(t, []string{"member1"}, StaleSummaries(context.Background(), in, nil, all))
+	assert.Empty(t, StaleSummaries(context.Background(), in, nil, map[string]bool{"member2": true, "member3": true}))
+}
+
+// CaughtUp clears the lag of the named clusters' summaries only, on copies.
+func TestCaughtUp(t *testing.T) {
+	stale := cluster("member1", 110)
+	stale.Status.ResourceSummary.Allocated = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+	other := cluster("member2", 110)
+	other.Status.ResourceSummary.Allocated = corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+	in := Input{
+		Clusters: []*clusterv1alpha1.Cluster{stale, other},
+		Accurate: map[string]AccurateEstimator{"member1": fixedRoom(110), "member2": fixedRoom(110)},
+	}
+	all := map[string]bool{"member1": true, "member2": true}
+	later := CaughtUp(in, []string{"member1"})
+	assert.Equal(t, []string{"member2"}, StaleSummaries(context.Background(), later, nil, all))
+	assert.Equal(t, []string{"member1", "member2"}, StaleSummaries(context.Background(), in, nil, all), "the input is left as read")
+}

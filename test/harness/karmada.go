@@ -377,6 +377,9 @@ func (cp *ControlPlane) startKarmadaComponents(ctx context.Context, kubeconfig s
 	} else {
 		schedulerArgs = append(schedulerArgs, cp.estimatorClientArgs()...)
 	}
+	if v := os.Getenv(SchedulerVerbosityEnv); v != "" {
+		schedulerArgs = append(schedulerArgs, "--v="+v)
+	}
 	scheduler, err := cp.startProcess("karmada-scheduler", cp.bin("scheduler"), schedulerArgs...)
 	if err != nil {
 		return err

@@ -84,3 +84,9 @@ func checkRequestedVersion(assetsDir string, v Versions) error {
 	return fmt.Errorf("%s=%s, but the control plane in %s is Karmada %s: unset %s, or point it at a build of %s (KARMADA_VERSION=%s %s)",
 		VersionEnv, want, assetsDir, v.Karmada, AssetsEnv, want, want, BuildCommand)
 }
+
+// SchedulerVerbosityEnv, when set, starts karmada-scheduler with that --v
+// (for example 4, where it logs what the estimators answered for each
+// binding); unset keeps the default verbosity. For reading a failure only:
+// the logs of a verbose 2-core run grow quickly.
+const SchedulerVerbosityEnv = "KUBECTL_REBALANCE_SCHEDULER_V"
