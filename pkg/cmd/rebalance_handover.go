@@ -52,7 +52,34 @@ func (h *handoverOptions) oneWrite() bool {
 // nil with a warning on stderr when the control plane's Karmada cannot
 // suspend scheduling (v1.12), or the flags ask for one-write moves.
 func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance.Target) waves.Mover {
-	if o.DryRun != rebalance.DryRunNone || o.oneWrite() {
+	if o.DryRun != rebalance.DryRunNone {
+		return nil
+	}
+	return o.targetOptions.handoverMover(engine, targets, moveSettings{
+		handover:  &o.handoverOptions,
+		wait:      o.Wait,
+		waitReady: o.MaxInFlight > 0 && o.WaitReady,
+	})
+}
+
+// moveSettings are what a run's make-before-break mover takes from the
+// command beyond its targets: kubectl rebalance and the failback daemon
+// both build their movers with targetOptions.handoverMover.
+type moveSettings struct {
+	handover *handoverOptions
+	// wait waits for the scheduler's answer to a one-write move.
+	wait bool
+	// waitReady, in waves, makes a move done only once the replicas of its
+	// new placement are ready.
+	waitReady bool
+}
+
+// handoverMover builds the make-before-break mover of a run on engine, or
+// nil when the moves go in one write: the budget asks for it
+// (--max-unavailable=100%), or the control plane's Karmada cannot suspend
+// scheduling (v1.12), which a warning on ErrOut says.
+func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Target, s moveSettings) waves.Mover {
+	if s.handover.oneWrite() {
 		return nil
 	}
 	// A release that cannot be told is tried: a first write the API server
@@ -67,17 +94,17 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 			API:      rebalance.NewBindingAPI(engine.Karmada),
 			Clock:    engine.Clock,
 			Failures: engine.Failures,
-			Options:  rebalance.Options{Wait: o.Wait, Workers: 1, Settle: run.SettleWindow, Explain: engine.ExplainMissing},
+			Options:  rebalance.Options{Wait: s.wait, Workers: 1, Settle: run.SettleWindow, Explain: engine.ExplainMissing},
 		},
-		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
+		WaitReady: s.waitReady,
 	}
 	return &handover.Mover{
 		Karmada:   engine.Karmada,
 		Clock:     engine.Clock,
 		Predict:   o.predictor(targets),
-		Budget:    o.budget,
+		Budget:    s.handover.budget,
 		OneWrite:  oneWrite,
-		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
+		WaitReady: s.waitReady,
 	}
 }
 
@@ -119,7 +146,7 @@ func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
 // predictor is the handover.Predictor of a run's moves over targets: one
 // shared read (moveReads), one prediction per move from it and the binding
 // the move just read.
-func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predictor {
+func (o *targetOptions) predictor(targets []rebalance.Target) handover.Predictor {
 	reads := &moveReads{now: time.Now, read: func(ctx context.Context) (predict.Input, error) {
 		source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
 		if err != nil {
@@ -142,7 +169,7 @@ func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predic
 
 // predictOne predicts one workload's fresh reschedule from in, with b as
 // its binding: what a move stages.
-func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+func (o *targetOptions) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 	one := in
 	one.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
 	opts := predict.Options{}

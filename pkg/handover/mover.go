@@ -110,7 +110,11 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 				return row, nil
 			}
 		}
-		return m.oneWrite(ctx, t, triggered, why)
+		row, err := m.oneWrite(ctx, t, triggered, why)
+		if why == "" && row.OneWrite != "" && h.plain != "" {
+			row.OneWrite = h.plain
+		}
+		return row, err
 	}
 	return h.run(ctx, triggered)
 }
@@ -183,12 +187,34 @@ func (m *Mover) Unhold(ctx context.Context, t rebalance.Target) error {
 	return err
 }
 
+// LeftSuspended reports whether t's binding carries the ledger of a hold
+// or a move that no process finished: one whose process was killed, or
+// lost its Lease, before it released or undid the binding. Move takes such
+// a binding over (a hold) or undoes it and moves afresh (a move).
+func (m *Mover) LeftSuspended(ctx context.Context, t rebalance.Target) (bool, error) {
+	b, err := bindings{client: m.Karmada}.get(ctx, t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	_, has := b.Annotations[LedgerAnnotation]
+	return has, nil
+}
+
 // oneWrite hands the workload to the one-write move; note, when set, says
 // why on the row.
 func (m *Mover) oneWrite(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row), note string) (rebalance.Row, error) {
 	row, err := m.OneWrite.Move(ctx, t, triggered)
 	if note != "" {
 		row.Message = joinMessage(row.Message, "not made before break, one trigger write instead: "+note)
+	}
+	if row.TriggeredAt != nil {
+		row.OneWrite = note
+		if note == "" {
+			row.OneWrite = "moved in one write"
+		}
 	}
 	return row, err
 }
@@ -275,6 +301,9 @@ type handover struct {
 	// staged is the placement the move last wrote; a binding whose
 	// spec.clusters differs was changed by someone else (PlacementChanged).
 	staged placement
+	// plain says why the workload moves in one write where plan gives no
+	// reason for the row's message (the one-write move is the same move).
+	plain string
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -288,6 +317,7 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	}
 	h.replicas = b.Spec.Replicas
 	if h.replicas == 0 {
+		h.plain = "no replicas to keep"
 		return false, ""
 	}
 	limits, err := h.m.Budget.Resolve(h.replicas)
@@ -296,10 +326,12 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	}
 	h.limits = limits
 	if limits.OneWrite(h.replicas) {
+		h.plain = "the budget lets every replica be unavailable (--max-unavailable)"
 		return false, ""
 	}
 	// The one-write move reports why the scheduler would ignore a trigger.
 	if pre := rebalance.PreTriggerCheck(b.Labels, b.Spec, b.Status, metav1.NewTime(time.Now().Add(time.Hour))); pre.Outcome != rebalance.OutcomeNone {
+		h.plain = "the scheduler ignores a trigger on this binding"
 		return false, ""
 	}
 	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
@@ -317,7 +349,8 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	h.cover = toPlacement(Covering(b.Spec.Clusters, pred.Placements...))
 	h.keep = keeping(pred.Placements...)
 	if h.cover.equal(h.original) {
-		return false, "" // no cluster gains a replica: nothing to start first
+		h.plain = "no cluster gains a replica, so there is nothing to start first"
+		return false, ""
 	}
 	start := readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), h.original)
 	h.floor = max(start-limits.Unavailable, 0)
@@ -383,6 +416,7 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		return row, nil
 	}
 	released = true
+	row.Staged = h.cover.clusters()
 	row.Result = appsv1alpha1.RebalanceSuccessful
 	row.TriggeredAt = &at
 	row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeWaiting, Reason: rebalance.ReasonAwaitingScheduler}

@@ -142,13 +142,16 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		plan.grow = engine.Ordered(rec.Planned)
 	}
 	hold := holdRecorded(mover, plan, uids)
+	// Workloads an existing record lists whose bindings an earlier run left
+	// suspended (found once the record is read, see findLeftovers).
+	var left *leftovers
 	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 			engine.FreshTrigger = fresh
 			if m, ok := mover.(*handover.Mover); ok {
-				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold)
+				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold, left)
 			}
 			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
 				err := ledger(r)
@@ -180,6 +183,16 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return nil, err
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
+	if applied != record.AppliedCreated && mover != nil {
+		// A record run again (a resumed failback, a command run again after
+		// SIGKILL): no binding it lists stays suspended by an earlier move.
+		found, err := findLeftovers(runCtx, mover, obj, uids, req.Workers)
+		if err != nil && runCtx.Err() == nil {
+			notice(fmt.Sprintf("warning: cannot tell whether an earlier run left bindings of workloadrebalancer %s suspended: %v", obj.Name, e.explain(err)))
+		}
+		left = found
+		left.resume(runCtx, mover, req.Workers, notice)
+	}
 	if req.waved() {
 		// A resumed run keeps the failure budget its earlier runs spent.
 		engine.FailuresSpent = record.FailuresSpent(obj)
