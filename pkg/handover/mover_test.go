@@ -285,3 +285,56 @@ func TestMoveLetsGoWhenKarmadaEvictsTheTarget(t *testing.T) {
 	assert.Nil(t, rb.Spec.RescheduleTriggeredAt)
 	assert.Equal(t, tc("member2", 3), rb.Spec.Clusters, "Karmada's placement stays")
 }
+
+// triggerSeen is a one-write move that reads the binding's trigger when it
+// is handed the workload.
+type triggerSeen struct {
+	client  *fake.Clientset
+	trigger *metav1.Time
+	called  bool
+}
+
+func (s *triggerSeen) Move(ctx context.Context, t rebalance.Target, _ func(rebalance.Row)) (rebalance.Row, error) {
+	s.called = true
+	rb, err := s.client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	if err != nil {
+		return rebalance.Row{}, err
+	}
+	s.trigger = rb.Spec.RescheduleTriggeredAt
+	return rebalance.Row{Workload: t.Workload, TriggeredAt: rb.Spec.RescheduleTriggeredAt}, nil
+}
+
+// TestHeldWorkloadWithNothingToStageKeepsTheTrigger holds the seed's
+// binding, lets Karmada's controller write the record's trigger on it, and
+// moves it with nothing to stage (the prediction is where it runs): the
+// hold is lifted keeping that trigger, so the scheduler sees one value
+// (the one-write move finds it in place) instead of the trigger, none, and
+// the trigger again.
+func TestHeldWorkloadWithNothingToStageKeepsTheTrigger(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewSimpleClientset(seedBinding())
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	one := &triggerSeen{client: client}
+	m := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: one,
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member2", 3)}}, nil
+		}}
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	held, err := m.Hold(ctx, target)
+	require.NoError(t, err)
+	require.True(t, held)
+	at := controllerTrigger(ctx, t, client)
+
+	row, err := m.Move(ctx, target, func(rebalance.Row) {})
+	require.NoError(t, err)
+	require.True(t, one.called, "nothing to stage: the one-write move")
+	require.NotNil(t, one.trigger, "the controller's trigger was taken back with the hold")
+	assert.True(t, at.Equal(one.trigger), "the controller's trigger %s is kept, got %s", at, one.trigger)
+	assert.Equal(t, "no cluster gains a replica, so there is nothing to start first", row.OneWrite)
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+	assert.Equal(t, tc("member2", 3), rb.Spec.Clusters)
+}
