@@ -99,7 +99,7 @@ func TestInterruptedMoveLeavesNoSuspendedBinding(t *testing.T) {
 	_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err)
 	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
-	w.close()
+	w.Close()
 	lo, _ := w.Range()
 	if lo < 3 {
 		// The documented limit, as in TestSeedRebalanceBackKeepsReplicasReady:
