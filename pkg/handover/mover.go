@@ -439,7 +439,7 @@ func (h *handover) undoTimeout() time.Duration {
 func (h *handover) stopMessage(ctx context.Context, err error) string {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return "the gained replicas were not ready before the deadline (--timeout)"
+		return "the gained replicas were not ready before the deadline (--timeout; in waves --progress-deadline)"
 	case ctx.Err() != nil:
 		return "interrupted while the gained replicas were starting"
 	}
