@@ -99,13 +99,9 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 	h := &handover{m: m, api: api, t: t, ns: ns, name: name, b: b, held: held}
 	if move, why := h.plan(ctx); !move {
 		if held != nil {
-			// Lift the hold first, keeping the placement and the trigger
-			// it holds now: a trigger written during the hold (Karmada's
-			// controller at the record's creationTimestamp) is the one the
-			// one-write move would write, so the scheduler sees one value
-			// instead of that trigger taken back and written again.
+			// Lift the hold first: the one-write move writes the trigger.
 			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
-			_, err := letGo(undoCtx, api, b)
+			_, err := m.undo(undoCtx, api, b)
 			cancel()
 			if err != nil {
 				row := m.row(t, b)
