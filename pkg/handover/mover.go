@@ -60,6 +60,19 @@ type Mover struct {
 	WaitReady bool
 	// UndoTimeout bounds the undo of an interrupted move; zero means 10s.
 	UndoTimeout time.Duration
+	// Observe, when set, is shown every binding a move starts from, as
+	// read: a run notes there what it warns about afterwards (a binding
+	// placed by a later clusterAffinities group), as it does for the
+	// bindings its one-write moves read.
+	Observe func(*workv1alpha2.ResourceBinding)
+}
+
+// WithObserver returns a copy of m whose moves show observe the binding
+// each starts from (see Observe).
+func (m *Mover) WithObserver(observe func(*workv1alpha2.ResourceBinding)) *Mover {
+	c := *m
+	c.Observe = observe
+	return &c
 }
 
 // WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
@@ -81,6 +94,9 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 		return m.oneWrite(ctx, t, triggered, "") // which reports the missing binding
 	case err != nil:
 		return m.oneWrite(ctx, t, triggered, fmt.Sprintf("reading %s failed: %v", rebalance.BindingRef(t.Workload), err))
+	}
+	if m.Observe != nil {
+		m.Observe(b)
 	}
 	var held *ledger
 	if l, lerr := readLedger(b); lerr == nil && l != nil && l.Hold {

@@ -125,7 +125,14 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		Notify: notice,
 	}
 	var engine *waves.Engine
-	mover := req.recordMover()
+	// The make-before-break mover reads its bindings itself: it shows them
+	// to the notes too.
+	mover := notes.observing(req.recordMover())
+	if req.Waves != nil {
+		waved := *req.Waves
+		waved.Mover = notes.observing(waved.Mover)
+		req.Waves = &waved
+	}
 	switch {
 	case req.waved():
 		engine = e.waveEngine(req)
