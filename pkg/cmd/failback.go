@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -51,7 +52,11 @@ var (
 		'kubectl rebalance TYPE -A --to-cluster CLUSTER' selects, predicted
 		with Karmada's own scheduler code) and rebalances them in waves, as
 		'kubectl rebalance' does with the same --max-in-flight, --wait-ready,
-		--progress-deadline, --max-failures and --pause.
+		--progress-deadline, --max-failures and --pause. Like kubectl rebalance
+		it moves make-before-break: the replicas the recovered cluster gains
+		start and become ready before another cluster loses any
+		(--max-surge, --max-unavailable; --max-unavailable=100% moves in one
+		write, as a bare trigger does).
 
 		Workloads whose eviction ends after the window follow on their own.
 		A cluster that fails again less than --cooldown after its last
@@ -126,6 +131,9 @@ type FailbackOptions struct {
 	QPS                 float32
 	Burst               int
 	estimatorOptions
+	// handoverOptions are kubectl rebalance's --max-surge and
+	// --max-unavailable: a failback moves make-before-break as it does.
+	handoverOptions
 
 	daemonFlags
 
@@ -209,6 +217,7 @@ func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the Karmada apiserver.")
 	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Requests sent at once before --kube-api-qps applies.")
 	addEstimatorFlags(cmd, &o.estimatorOptions)
+	o.handoverOptions.addFlags(cmd)
 
 	o.daemonFlags.addFlags(cmd, "",
 		"Act only while holding the Lease in the Karmada apiserver, so that several replicas run with one active (every replica follows the clusters).",
@@ -309,6 +318,9 @@ func (o *FailbackOptions) Validate() error {
 	if err := o.validateEstimator(); err != nil {
 		return err
 	}
+	if err := o.handoverOptions.validate(); err != nil {
+		return err
+	}
 	for _, k := range o.Kinds {
 		if strings.TrimSpace(k) == "" || strings.Contains(k, "/") {
 			return fmt.Errorf("invalid --kinds entry %q: name a resource type as kubectl does, e.g. deployments.apps", k)
@@ -394,7 +406,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "cooldown", o.Cooldown.String(), "rebalanceAll", o.RebalanceAll, "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
-		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "ttl", o.TTL, "dryRun", o.DryRun, "leaderElect", o.LeaderElect)
+		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "maxSurge", o.MaxSurge, "maxUnavailable", o.MaxUnavailable, "ttl", o.TTL, "dryRun", o.DryRun, "leaderElect", o.LeaderElect)
 	runErr := controller.Run(ctx, le, health)
 	stopServing()
 	waitServers()
@@ -622,6 +634,7 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 	if err != nil {
 		return false, err
 	}
+	report.OneWrite = r.mover(t, engine, &rr, out)
 	gotRows := false
 	rr.Hooks = run.Hooks{
 		Waves:  req.Progress,
@@ -649,6 +662,43 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 		fmt.Fprintln(out, interruptedSummary(&rebalance.Result{Rows: res.Rows, Written: res.Written}, rr.DryRun))
 	}
 	return gotRows, failbackError(err)
+}
+
+// mover gives the failback's run kubectl rebalance's make-before-break
+// mover (built by the same targetOptions.handoverMover), and says in the
+// log how its workloads move: made before break with the daemon's budget,
+// or in one write and why. It returns why every workload moves in one
+// write ("" when they go through the mover). A dry run moves nothing.
+func (r *failbackRunner) mover(t *targetOptions, engine *run.Engine, rr *run.Request, out io.Writer) string {
+	if rr.DryRun != rebalance.DryRunNone {
+		return ""
+	}
+	o := r.o
+	mover := t.handoverMover(engine, rr.Targets, moveSettings{handover: &o.handoverOptions, wait: rr.Wait, waitReady: o.WaitReady})
+	line, why := moveLine(mover != nil, o.MaxSurge, o.MaxUnavailable, o.oneWrite())
+	fmt.Fprintln(out, line)
+	if mover == nil {
+		return why
+	}
+	rr.Mover = mover
+	if rr.Waves != nil {
+		rr.Waves.Mover = mover
+	}
+	return ""
+}
+
+// moveLine says how a failback's workloads move, and why they move in one
+// write when they do.
+func moveLine(made bool, maxSurge, maxUnavailable string, oneWrite bool) (line, why string) {
+	switch {
+	case made:
+		return fmt.Sprintf("moving make-before-break (--max-surge %s, --max-unavailable %s): the replicas a cluster gains start and become ready before another cluster loses any; each row says what was staged and what the scheduler chose, or why a workload moved in one write", maxSurge, maxUnavailable), ""
+	case oneWrite:
+		why = "--max-unavailable " + maxUnavailable + " lets every replica be unavailable"
+		return "moving in one write (" + why + "): Karmada scales the clusters that lose replicas down at once, before the replacements are ready", why
+	}
+	why = "this Karmada release cannot suspend a binding's scheduling"
+	return "moving in one write: " + why + " (see the warning above)", why
 }
 
 // keepDisplaced narrows the resolved targets to the workloads a cluster's

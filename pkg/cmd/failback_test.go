@@ -1,18 +1,25 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
@@ -138,4 +145,98 @@ func TestFailbackKeepDisplaced(t *testing.T) {
 	assert.Equal(t, "statefulset shop/db was displaced by the failure of member1 and is not failed back: it is not among the workloads this daemon selects "+
 		"(--kinds, -l, or the failback.kubectl-rebalance.io/skip=true annotation)", leftOutLine(db, "member1", true))
 	assert.Contains(t, leftOutLine(labelled, "member1", false), "deployment shop/labelled was displaced by the failure of member1 and is not failed back: it is not among")
+}
+
+// TestFailbackMoveOptions: the daemon has kubectl rebalance's
+// --max-surge and --max-unavailable (same defaults, same errors), and
+// each failback's run gets the make-before-break mover they describe,
+// built by the same targetOptions.handoverMover, or moves in one write
+// and says why.
+func TestFailbackMoveOptions(t *testing.T) {
+	v112 := karmadaversion.Info{Oldest: karmadaversion.OldestSupported, Newest: karmadaversion.OldestSupported}
+	tests := []struct {
+		name     string
+		args     []string
+		release  *karmadaversion.Info
+		dryRun   bool
+		wantErr  string
+		budget   handover.Budget
+		mover    bool
+		line     string
+		oneWrite string
+		warning  string
+	}{
+		{name: "default: make-before-break", mover: true, budget: handover.DefaultBudget(),
+			line: "moving make-before-break (--max-surge 100%, --max-unavailable 0): the replicas a cluster gains start and become ready before another cluster loses any"},
+		{name: "a smaller budget", args: []string{"--max-surge=1", "--max-unavailable=25%"}, mover: true,
+			budget: handover.Budget{MaxSurge: intstr.FromInt32(1), MaxUnavailable: intstr.FromString("25%")},
+			line:   "moving make-before-break (--max-surge 1, --max-unavailable 25%)"},
+		{name: "100% unavailable is the one-write move", args: []string{"--max-unavailable=100%"},
+			line:     "moving in one write (--max-unavailable 100% lets every replica be unavailable): Karmada scales the clusters that lose replicas down at once",
+			oneWrite: "--max-unavailable 100% lets every replica be unavailable"},
+		{name: "Karmada v1.12 cannot suspend", release: &v112,
+			line:     "moving in one write: this Karmada release cannot suspend a binding's scheduling",
+			oneWrite: "this Karmada release cannot suspend a binding's scheduling",
+			warning:  "warning: Karmada v1.12 has no spec.suspension.scheduling on bindings (added in v1.13): moving in one write"},
+		{name: "a dry run moves nothing", dryRun: true},
+		{name: "no room to move", args: []string{"--max-surge=0", "--max-unavailable=0%"},
+			wantErr: "--max-surge and --max-unavailable cannot both be 0: a move needs room for an extra replica or leave to stop one first"},
+		{name: "bad surge", args: []string{"--max-surge=lots"}, wantErr: "--max-surge lots: invalid value for IntOrString: invalid type: string is not a percentage"},
+		{name: "bad unavailable", args: []string{"--max-unavailable=-1"}, wantErr: "--max-surge 100% and --max-unavailable -1 must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewFailbackOptions(genericiooptions.NewTestIOStreamsDiscard())
+			cmd := &cobra.Command{Use: "failback"}
+			o.AddFlags(cmd)
+			require.NoError(t, cmd.ParseFlags(tt.args))
+			o.DryRun = tt.dryRun
+			err := o.Validate()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+
+			r := &failbackRunner{o: o}
+			req := failback.Request{Cluster: "member1", Key: "k", Name: failback.RecordName("member1", "k")}
+			web := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
+			var log bytes.Buffer
+			streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &log, ErrOut: &log}
+			targets, _, err := r.targets(context.Background(), req, streams)
+			require.NoError(t, err)
+			if tt.release != nil {
+				targets.releaseOnce.Do(func() { targets.release = *tt.release })
+			} else {
+				targets.releaseOnce.Do(func() { targets.releaseErr = errors.New("not asked in this test") })
+			}
+			rr := r.request(req, &rebalance.Resolved{Targets: []rebalance.Target{web}})
+			engine := &run.Engine{Karmada: karmadafake.NewSimpleClientset(), Clock: rebalance.NewServerClock()}
+			why := r.mover(targets, engine, &rr, &log)
+
+			assert.Equal(t, tt.oneWrite, why)
+			if tt.line == "" {
+				assert.Empty(t, log.String())
+			} else {
+				assert.Contains(t, log.String(), tt.line)
+			}
+			if tt.warning != "" {
+				assert.Contains(t, log.String(), tt.warning)
+			}
+			if !tt.mover {
+				assert.Nil(t, rr.Mover)
+				if rr.Waves != nil {
+					assert.Nil(t, rr.Waves.Mover)
+				}
+				return
+			}
+			m, ok := rr.Mover.(*handover.Mover)
+			require.True(t, ok, "the failback moves with kubectl rebalance's mover")
+			assert.Same(t, rr.Mover, rr.Waves.Mover, "its waves move with it too")
+			assert.Equal(t, tt.budget, m.Budget)
+			assert.True(t, m.WaitReady, "a failback's waves wait for ready replicas (--wait-ready)")
+			require.NotNil(t, m.OneWrite)
+		})
+	}
 }

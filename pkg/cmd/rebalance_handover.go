@@ -53,7 +53,34 @@ func (h *handoverOptions) oneWrite() bool {
 // nil with a warning on stderr when the control plane's Karmada cannot
 // suspend scheduling (v1.12), or the flags ask for one-write moves.
 func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance.Target) waves.Mover {
-	if o.DryRun != rebalance.DryRunNone || o.oneWrite() {
+	if o.DryRun != rebalance.DryRunNone {
+		return nil
+	}
+	return o.targetOptions.handoverMover(engine, targets, moveSettings{
+		handover:  &o.handoverOptions,
+		wait:      o.Wait,
+		waitReady: o.MaxInFlight > 0 && o.WaitReady,
+	})
+}
+
+// moveSettings are what a run's make-before-break mover takes from the
+// command beyond its targets: kubectl rebalance and the failback daemon
+// both build their movers with targetOptions.handoverMover.
+type moveSettings struct {
+	handover *handoverOptions
+	// wait waits for the scheduler's answer to a one-write move.
+	wait bool
+	// waitReady, in waves, makes a move done only once the replicas of its
+	// new placement are ready.
+	waitReady bool
+}
+
+// handoverMover builds the make-before-break mover of a run on engine, or
+// nil when the moves go in one write: the budget asks for it
+// (--max-unavailable=100%), or the control plane's Karmada cannot suspend
+// scheduling (v1.12), which a warning on ErrOut says.
+func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Target, s moveSettings) waves.Mover {
+	if s.handover.oneWrite() {
 		return nil
 	}
 	// A release that cannot be told is tried: a first write the API server
@@ -68,9 +95,9 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 			API:      rebalance.NewBindingAPI(engine.Karmada),
 			Clock:    engine.Clock,
 			Failures: engine.Failures,
-			Options:  rebalance.Options{Wait: o.Wait, Workers: 1, Settle: run.SettleWindow, Explain: engine.ExplainMissing},
+			Options:  rebalance.Options{Wait: s.wait, Workers: 1, Settle: run.SettleWindow, Explain: engine.ExplainMissing},
 		},
-		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
+		WaitReady: s.waitReady,
 	}
 	return &handover.Mover{
 		Karmada:   engine.Karmada,
@@ -78,9 +105,9 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 		Predict:   o.predictor(targets),
 		Recheck:   o.recheckPredictor(targets),
 		Serial:    make(chan struct{}, 1),
-		Budget:    o.budget,
+		Budget:    s.handover.budget,
 		OneWrite:  oneWrite,
-		WaitReady: o.MaxInFlight > 0 && o.WaitReady,
+		WaitReady: s.waitReady,
 	}
 }
 
@@ -122,7 +149,7 @@ func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
 // predictor is the handover.Predictor of a run's moves over targets: one
 // shared read (moveReads), one prediction per move from it and the binding
 // the move just read.
-func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predictor {
+func (o *targetOptions) predictor(targets []rebalance.Target) handover.Predictor {
 	reads := &moveReads{now: time.Now, read: o.moveRead(targets)}
 	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 		reads.mu.Lock()
@@ -136,7 +163,7 @@ func (o *RebalanceOptions) predictor(targets []rebalance.Target) handover.Predic
 }
 
 // moveRead reads what the predictions of a run's moves over targets need.
-func (o *RebalanceOptions) moveRead(targets []rebalance.Target) func(ctx context.Context) (predict.Input, error) {
+func (o *targetOptions) moveRead(targets []rebalance.Target) func(ctx context.Context) (predict.Input, error) {
 	return func(ctx context.Context) (predict.Input, error) {
 		source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
 		if err != nil {
@@ -152,7 +179,7 @@ func (o *RebalanceOptions) moveRead(targets []rebalance.Target) func(ctx context
 // read was unsettled and just before its release (handover's settle step):
 // every call reads the clusters, estimators and members afresh, since it
 // must see the replicas that just started or stopped.
-func (o *RebalanceOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
+func (o *targetOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
 	read := o.moveRead(targets)
 	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 		in, err := read(ctx)
@@ -165,7 +192,7 @@ func (o *RebalanceOptions) recheckPredictor(targets []rebalance.Target) handover
 
 // predictOne predicts one workload's fresh reschedule from in, with b as
 // its binding: what a move stages.
-func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+func (o *targetOptions) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 	one := in
 	one.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
 	opts := predict.Options{}
@@ -204,7 +231,7 @@ func (o *RebalanceOptions) predictOne(ctx context.Context, in predict.Input, t r
 // pods) is weighed by that stale summary until the member's next status
 // update, and it matters when the prediction from the summaries as they
 // will read then differs.
-func (o *RebalanceOptions) unsettled(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
+func (o *targetOptions) unsettled(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
 	names := map[string]bool{}
 	for _, tc := range b.Spec.Clusters {
 		names[tc.Name] = true

@@ -73,6 +73,13 @@ type Report struct {
 	// Such a failback is over: the workloads left pending are not started
 	// by a later leader either.
 	BudgetSpent bool
+	// OneWrite says why every workload moved in one write (the daemon's
+	// --max-unavailable, a Karmada release without suspension); empty when
+	// they moved through the make-before-break mover.
+	OneWrite string
+	// Moves sums up how the workloads moved (Moves.Text), once noted on
+	// the record.
+	Moves string
 }
 
 // Runner fails back the workloads of one recovery: it selects the
@@ -714,6 +721,18 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 	if report != nil && report.BudgetSpent && !report.DryRun {
 		if err := c.ledger.MarkBudgetSpent(context.Background(), req.Name); err != nil {
 			c.log.Warn("cannot mark the failback record as stopped by the failure budget; a restarted daemon would resume it", "record", req.Name, "err", err)
+		}
+	}
+	if report != nil && !report.DryRun && len(report.Rows) > 0 {
+		// The record says how each workload moved, not only that a
+		// trigger was written.
+		noteCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		moves, err := c.ledger.NoteMoves(noteCtx, req.Name, report.Rows, report.OneWrite)
+		cancel()
+		if err != nil {
+			c.log.Warn("cannot note on the failback record how its workloads moved", "record", req.Name, "err", err)
+		} else {
+			report.Moves = moves.Text()
 		}
 	}
 	c.mu.Lock()

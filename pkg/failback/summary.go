@@ -61,6 +61,9 @@ func summarize(req Request, report *Report, err error, aborted string) summary {
 		s.attrs = append(s.attrs, "triggeredBefore", s.earlier)
 		before = fmt.Sprintf(" (%d more triggered before this failback was resumed)", s.earlier)
 	}
+	if report.Moves != "" {
+		s.attrs = append(s.attrs, "moves", report.Moves)
+	}
 	if report.Stopped != "" {
 		s.attrs = append(s.attrs, "stopped", report.Stopped)
 	}

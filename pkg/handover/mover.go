@@ -86,6 +86,19 @@ type Mover struct {
 	// move settled on what it read may be released into a cluster another
 	// move just changed (seen in a waved batch of 50). Nil: no such order.
 	Serial chan struct{}
+	// Observe, when set, is shown every binding a move starts from, as
+	// read: a run notes there what it warns about afterwards (a binding
+	// placed by a later clusterAffinities group), as it does for the
+	// bindings its one-write moves read.
+	Observe func(*workv1alpha2.ResourceBinding)
+}
+
+// WithObserver returns a copy of m whose moves show observe the binding
+// each starts from (see Observe).
+func (m *Mover) WithObserver(observe func(*workv1alpha2.ResourceBinding)) *Mover {
+	c := *m
+	c.Observe = observe
+	return &c
 }
 
 // WithOneWrite returns a copy of m whose one-write moves go to oneWrite: a
@@ -107,6 +120,9 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 		return m.oneWrite(ctx, t, triggered, "") // which reports the missing binding
 	case err != nil:
 		return m.oneWrite(ctx, t, triggered, fmt.Sprintf("reading %s failed: %v", rebalance.BindingRef(t.Workload), err))
+	}
+	if m.Observe != nil {
+		m.Observe(b)
 	}
 	var held *ledger
 	if l, lerr := readLedger(b); lerr == nil && l != nil && l.Hold {
@@ -136,7 +152,11 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 				return row, nil
 			}
 		}
-		return m.oneWrite(ctx, t, triggered, why)
+		row, err := m.oneWrite(ctx, t, triggered, why)
+		if why == "" && row.OneWrite != "" && h.plain != "" {
+			row.OneWrite = h.plain
+		}
+		return row, err
 	}
 	return h.run(ctx, triggered)
 }
@@ -209,12 +229,34 @@ func (m *Mover) Unhold(ctx context.Context, t rebalance.Target) error {
 	return err
 }
 
+// LeftSuspended reports whether t's binding carries the ledger of a hold
+// or a move that no process finished: one whose process was killed, or
+// lost its Lease, before it released or undid the binding. Move takes such
+// a binding over (a hold) or undoes it and moves afresh (a move).
+func (m *Mover) LeftSuspended(ctx context.Context, t rebalance.Target) (bool, error) {
+	b, err := bindings{client: m.Karmada}.get(ctx, t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	_, has := b.Annotations[LedgerAnnotation]
+	return has, nil
+}
+
 // oneWrite hands the workload to the one-write move; note, when set, says
 // why on the row.
 func (m *Mover) oneWrite(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row), note string) (rebalance.Row, error) {
 	row, err := m.OneWrite.Move(ctx, t, triggered)
 	if note != "" {
 		row.Message = joinMessage(row.Message, "not made before break, one trigger write instead: "+note)
+	}
+	if row.TriggeredAt != nil {
+		row.OneWrite = note
+		if note == "" {
+			row.OneWrite = "moved in one write"
+		}
 	}
 	return row, err
 }
@@ -309,6 +351,9 @@ type handover struct {
 	settleNote string
 	// serialHeld: this move holds Mover.Serial.
 	serialHeld bool
+	// plain says why the workload moves in one write where plan gives no
+	// reason for the row's message (the one-write move is the same move).
+	plain string
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -322,6 +367,7 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	}
 	h.replicas = b.Spec.Replicas
 	if h.replicas == 0 {
+		h.plain = "no replicas to keep"
 		return false, ""
 	}
 	limits, err := h.m.Budget.Resolve(h.replicas)
@@ -330,10 +376,12 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	}
 	h.limits = limits
 	if limits.OneWrite(h.replicas) {
+		h.plain = "the budget lets every replica be unavailable (--max-unavailable)"
 		return false, ""
 	}
 	// The one-write move reports why the scheduler would ignore a trigger.
 	if pre := rebalance.PreTriggerCheck(b.Labels, b.Spec, b.Status, metav1.NewTime(time.Now().Add(time.Hour))); pre.Outcome != rebalance.OutcomeNone {
+		h.plain = "the scheduler ignores a trigger on this binding"
 		return false, ""
 	}
 	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha2.Scheduled); c == nil || c.Status != metav1.ConditionTrue {
@@ -367,7 +415,8 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 	h.keep = keeping(placements...)
 	h.releaseDependent = pred.ReleaseDependent
 	if h.cover.equal(h.original) {
-		return false, "" // no cluster gains a replica: nothing to start first
+		h.plain = "no cluster gains a replica, so there is nothing to start first"
+		return false, ""
 	}
 	start := readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), h.original)
 	h.floor = max(start-limits.Unavailable, 0)
@@ -443,6 +492,7 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		return row, nil
 	}
 	released = true
+	row.Staged = h.cover.clusters()
 	row.Result = appsv1alpha1.RebalanceSuccessful
 	row.TriggeredAt = &at
 	row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeWaiting, Reason: rebalance.ReasonAwaitingScheduler}
@@ -461,7 +511,7 @@ func (h *handover) undoTimeout() time.Duration {
 func (h *handover) stopMessage(ctx context.Context, err error) string {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return "the gained replicas were not ready before the deadline (--timeout)"
+		return "the gained replicas were not ready before the deadline (--timeout; in waves --progress-deadline)"
 	case ctx.Err() != nil:
 		return "interrupted while the gained replicas were starting"
 	}

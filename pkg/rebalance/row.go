@@ -40,6 +40,13 @@ type Row struct {
 	// Karmada's controller would never record: ReasonBindingMismatch or
 	// ReasonTriggerRejected. A recorded status leaves such a workload pending.
 	ClientReason string
+	// Staged, set by a make-before-break move that released the binding
+	// (package handover), is the placement it staged first: the replicas
+	// the move gained ran before any other was removed.
+	Staged []workv1alpha2.TargetCluster
+	// OneWrite, set by a make-before-break mover that triggered the
+	// workload in one write instead, says why.
+	OneWrite string
 }
 
 // Reasons of the plugin's own for a Failed result without a CRD reason.

@@ -18,8 +18,8 @@ func (r Request) moved() bool {
 
 // runMoved moves every distinct target with req.Mover, at most Workers at
 // a time, and gathers the rows as a batch run would. The mover reads the
-// bindings itself: the clusterAffinities notes of a one-write run are not
-// made here (a known gap, docs/make-before-break.md).
+// bindings itself; a handover.Mover shows them to the run's
+// clusterAffinities notes (affinityNotes.observing).
 func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
 	workloads := rebalance.DistinctWorkloads(req.Targets)
 	targets := make(map[rebalance.Workload]rebalance.Target, len(workloads))

@@ -6,10 +6,13 @@ import (
 	"sort"
 	"sync"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // affinityNotes is a BindingAPI that notes the bindings a run reads which
@@ -51,6 +54,19 @@ func (a *affinityNotes) PatchTrigger(ctx context.Context, w rebalance.TriggerWri
 			bindingRef(w.Namespace, w.Name), karmadaversion.OldestSupported))
 	}
 	return b, err
+}
+
+// observing returns mover with its make-before-break moves noting, too,
+// the bindings they start from: a handover.Mover reads them itself, so the
+// run's warnings about clusterAffinities groups (report) cover its
+// workloads as they cover those moved in one write. Any other mover is
+// returned as it is.
+func (a *affinityNotes) observing(mover waves.Mover) waves.Mover {
+	m, ok := mover.(*handover.Mover)
+	if !ok || m == nil {
+		return mover
+	}
+	return m.WithObserver(func(b *workv1alpha2.ResourceBinding) { a.observe(rebalance.BindingFromObject(b)) })
 }
 
 func (a *affinityNotes) observe(b *rebalance.Binding) {

@@ -5,16 +5,20 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	karmadafake "github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // oneBinding answers every read with the same binding and every trigger
@@ -86,4 +90,43 @@ func TestDroppedTrigger(t *testing.T) {
 	got, err := notes.PatchTrigger(context.Background(), rebalance.TriggerWrite{Namespace: "ns", Name: "web-deployment"})
 	require.NoError(t, err)
 	assert.Same(t, b, got)
+}
+
+// stubOneWrite is the one-write move of a make-before-break mover in
+// TestMadeBeforeBreakMovesGetTheAffinityWarning: it triggers nothing.
+type stubOneWrite struct{}
+
+func (stubOneWrite) Move(_ context.Context, t rebalance.Target, _ func(rebalance.Row)) (rebalance.Row, error) {
+	return rebalance.Row{Workload: t.Workload, Binding: rebalance.BindingNameFor(t.Workload)}, nil
+}
+
+// TestMadeBeforeBreakMovesGetTheAffinityWarning: a workload placed by a
+// later clusterAffinities group gets the same warning whether it moves in
+// one write or through the make-before-break mover, which reads its
+// binding itself (a plain run, a waved one, a recorded one).
+func TestMadeBeforeBreakMovesGetTheAffinityWarning(t *testing.T) {
+	const want = `warning: binding ns/web-deployment was placed by its clusterAffinities group "backup", not the first group "primary": `
+	web := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "web"}}
+	for _, shape := range []string{"all at once", "waves"} {
+		t.Run(shape, func(t *testing.T) {
+			grouped := groupedBinding("backup")
+			rb := &workv1alpha2.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-deployment"}, Spec: grouped.Spec, Status: grouped.Status}
+			client := karmadafake.NewSimpleClientset(rb)
+			e := &Engine{Karmada: client, Clock: rebalance.NewServerClock(),
+				Release: func() (karmadaversion.Info, error) {
+					return karmadaversion.Info{Oldest: karmadaversion.Release{Minor: 18}, Newest: karmadaversion.Release{Minor: 18}, Evidence: "evidence"}, nil
+				}}
+			mover := &handover.Mover{Karmada: client, Clock: e.Clock, Budget: handover.DefaultBudget(), OneWrite: stubOneWrite{}}
+			req := Request{Targets: []rebalance.Target{web}, DryRun: rebalance.DryRunNone, Workers: 1, Deadline: time.Now().Add(time.Minute), Mover: mover}
+			if shape == "waves" {
+				req.Waves = &Waves{Options: waves.Options{MaxInFlight: 1}, Mover: mover}
+			}
+			var notices []string
+			req.Hooks.Notice = func(s string) { notices = append(notices, s) }
+			_, err := e.Run(context.Background(), req)
+			require.NoError(t, err)
+			require.Len(t, notices, 1, "%q", notices)
+			assert.Contains(t, notices[0], want+"this control plane runs Karmada v1.18 (evidence)")
+		})
+	}
 }

@@ -18,6 +18,14 @@ func (e *Engine) runPlain(ctx context.Context, req Request) (*Result, error) {
 	}
 	notes := newAffinityNotes(api)
 	runner := e.runner(req, notes)
+	// The make-before-break mover reads its bindings itself: it shows them
+	// to the notes too.
+	req.Mover = notes.observing(req.Mover)
+	if req.Waves != nil {
+		waved := *req.Waves
+		waved.Mover = notes.observing(waved.Mover)
+		req.Waves = &waved
+	}
 
 	runCtx, cancel := e.withDeadline(ctx, req.Deadline)
 	defer cancel()

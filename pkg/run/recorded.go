@@ -122,7 +122,14 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		Notify: notice,
 	}
 	var engine *waves.Engine
-	mover := req.recordMover()
+	// The make-before-break mover reads its bindings itself: it shows them
+	// to the notes too.
+	mover := notes.observing(req.recordMover())
+	if req.Waves != nil {
+		waved := *req.Waves
+		waved.Mover = notes.observing(waved.Mover)
+		req.Waves = &waved
+	}
 	switch {
 	case req.waved():
 		engine = e.waveEngine(req)
@@ -139,13 +146,16 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		plan.grow = engine.Ordered(rec.Planned)
 	}
 	hold := holdRecorded(mover, plan, known)
+	// Workloads an existing record lists whose bindings an earlier run left
+	// suspended (found once the record is read, see findLeftovers).
+	var left *leftovers
 	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 			engine.FreshTrigger = fresh
 			if m, ok := mover.(*handover.Mover); ok {
-				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold)
+				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold, left)
 			}
 			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
 				err := ledger(r)
@@ -177,6 +187,16 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return nil, err
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
+	if applied != record.AppliedCreated && mover != nil {
+		// A record run again (a resumed failback, a command run again after
+		// SIGKILL): no binding it lists stays suspended by an earlier move.
+		found, err := findLeftovers(runCtx, mover, obj, known, req.Workers)
+		if err != nil && runCtx.Err() == nil {
+			notice(fmt.Sprintf("warning: cannot tell whether an earlier run left bindings of workloadrebalancer %s suspended: %v", obj.Name, e.explain(err)))
+		}
+		left = found
+		left.resume(runCtx, mover, req.Workers, notice)
+	}
 	if req.waved() {
 		// A resumed run keeps the failure budget its earlier runs spent.
 		engine.FailuresSpent = record.FailuresSpent(obj)

@@ -3,7 +3,10 @@ package run
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -115,13 +118,14 @@ func (h *heldTargets) lift(ctx context.Context, notice func(string)) {
 // move make-before-break; every other one was listed in the record before
 // (a spec edit, a record run again), so Karmada's controller has triggered
 // it at the creationTimestamp already, and the run triggers it as the
-// record's own, as does a workload the handover leaves to one write.
-func recordMoves(m *handover.Mover, runner *rebalance.Runner, waitReady bool, fresh func(rebalance.Workload) bool, hold *heldTargets) waves.Mover {
+// record's own, as does a workload the handover leaves to one write. A
+// listed workload an earlier run left suspended (left) moves too.
+func recordMoves(m *handover.Mover, runner *rebalance.Runner, waitReady bool, fresh func(rebalance.Workload) bool, hold *heldTargets, left *leftovers) waves.Mover {
 	template := *runner
 	template.Triggered = nil
 	oneWrite := &waves.BindingMover{Runner: &template, WaitReady: waitReady, FreshTrigger: fresh}
 	return passMover{handover: m.WithOneWrite(oneWrite), oneWrite: oneWrite, moves: func(w rebalance.Workload) bool {
-		return fresh(w) || hold.has(w)
+		return fresh(w) || hold.has(w) || left.has(w)
 	}}
 }
 
@@ -150,4 +154,117 @@ func (h *heldTargets) has(w rebalance.Workload) bool {
 		}
 	}
 	return false
+}
+
+// resumer is a mover that can tell a binding an earlier run's move left
+// suspended (handover.Mover).
+type resumer interface {
+	LeftSuspended(ctx context.Context, t rebalance.Target) (bool, error)
+}
+
+// leftovers are the workloads an existing record lists whose bindings an
+// earlier run's hold or move left suspended: a process killed (SIGKILL, a
+// lost machine) or a daemon that lost its Lease before it released or undid
+// them. Karmada's controller may have recorded such a workload Successful
+// already (its trigger landed on the held binding), so the record alone
+// would never move it again and the binding would stay suspended: the run
+// moves it again, make-before-break, carrying on from the hold or undoing
+// the staged move first.
+type leftovers struct {
+	// pending are listed without a result: the pass moves them.
+	pending map[rebalance.Workload]bool
+	// done are listed with a result: the run moves them before its pass.
+	done []rebalance.Target
+}
+
+// findLeftovers reads the bindings of the workloads obj lists, at most
+// workers at a time; nil when the mover cannot tell or nothing is left.
+func findLeftovers(ctx context.Context, mover waves.Mover, obj *appsv1alpha1.WorkloadRebalancer, known map[rebalance.Workload]rebalance.Target, workers int) (*leftovers, error) {
+	r, ok := mover.(resumer)
+	if !ok || obj == nil {
+		return nil, nil
+	}
+	result := map[rebalance.Workload]appsv1alpha1.RebalanceResult{}
+	for _, entry := range obj.Status.ObservedWorkloads {
+		result[entry.Workload] = entry.Result
+	}
+	targets := recordTargets(rebalance.DistinctWorkloads(recordTargets(obj.Spec.Workloads, known)), known)
+	if workers <= 0 {
+		workers = 16
+	}
+	left := make([]bool, len(targets))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	slots := make(chan struct{}, workers)
+	for i, t := range targets {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			has, err := r.LeftSuspended(ctx, t)
+			mu.Lock()
+			defer mu.Unlock()
+			left[i] = has
+			if err != nil && first == nil {
+				first = err
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	var out *leftovers
+	for i, t := range targets {
+		if !left[i] {
+			continue
+		}
+		if out == nil {
+			out = &leftovers{pending: map[rebalance.Workload]bool{}}
+		}
+		if result[t.Workload] == "" {
+			out.pending[t.Workload] = true
+		} else {
+			out.done = append(out.done, t)
+		}
+	}
+	return out, nil
+}
+
+// has reports whether w is a pending leftover.
+func (l *leftovers) has(w rebalance.Workload) bool {
+	return l != nil && l.pending[w]
+}
+
+// resume moves the leftovers the record already has a result for, and
+// tells notice what each move did (the record keeps its result).
+func (l *leftovers) resume(ctx context.Context, mover waves.Mover, workers int, notice func(string)) {
+	if l == nil || len(l.done) == 0 {
+		return
+	}
+	res, err := runMoved(ctx, Request{Targets: l.done, Mover: mover, Workers: workers})
+	if res != nil {
+		for _, row := range res.Rows {
+			notice(fmt.Sprintf("%s was left suspended by an interrupted move of an earlier run: moved again (%s)", rebalance.BindingRef(row.Workload), leftoverOutcome(row)))
+		}
+	}
+	if err != nil {
+		notice(fmt.Sprintf("warning: moving again the workloads an earlier run left suspended: %v", err))
+	}
+}
+
+// leftoverOutcome says in a few words how the move of a leftover ended.
+func leftoverOutcome(row rebalance.Row) string {
+	what := "not released"
+	if row.TriggeredAt != nil {
+		what = "released, trigger " + row.TriggeredAt.UTC().Format(time.RFC3339)
+	}
+	if row.Message != "" {
+		what += ": " + row.Message
+	}
+	return what
 }

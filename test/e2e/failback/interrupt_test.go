@@ -58,7 +58,11 @@ func TestFailbackInterrupted(t *testing.T) {
 	workloads(ctx, t, c, ns, "a-stuck", "b-open", "c-stuck", "d-open")
 	triggers := watchTriggers(t, c, ns)
 	binary := rt.Binary(t)
-	flags := []string{"-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "1", "--progress-deadline", "10m"}
+	// The one-write failback (--max-unavailable=100%): these tests stop the
+	// daemon while a triggered workload waits for replicas that never get
+	// ready; moving make-before-break, that workload would never be
+	// released at all (its staged replicas never ready).
+	flags := []string{"-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "1", "--progress-deadline", "10m", "--max-unavailable=100%"}
 
 	first := startProcess(t, cp, binary, "interrupt-1", flags...)
 	first.waitLog(t, "acting on recoveries", time.Minute)
@@ -144,7 +148,11 @@ func TestFailbackResumeAfterKill(t *testing.T) {
 	workloads(ctx, t, c, ns, "a-stuck", "b-open", "c-open")
 	triggers := watchTriggers(t, c, ns)
 	binary := rt.Binary(t)
-	flags := []string{"-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "1", "--progress-deadline", "10m"}
+	// The one-write failback (--max-unavailable=100%): these tests stop the
+	// daemon while a triggered workload waits for replicas that never get
+	// ready; moving make-before-break, that workload would never be
+	// released at all (its staged replicas never ready).
+	flags := []string{"-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "1", "--progress-deadline", "10m", "--max-unavailable=100%"}
 
 	first := startProcess(t, cp, binary, "resume-1", flags...)
 	first.waitLog(t, "acting on recoveries", time.Minute)

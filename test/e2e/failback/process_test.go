@@ -124,8 +124,12 @@ func workloads(ctx context.Context, t *testing.T, c *fixtures.Clients, ns string
 }
 
 // triggerWatch follows the ResourceBindings of a namespace and collects,
-// for each, every distinct spec.rescheduleTriggeredAt it held: one value
-// per trigger written, so a binding triggered twice shows two.
+// for each, every distinct spec.rescheduleTriggeredAt it held while its
+// scheduling was not suspended: one value per trigger the scheduler could
+// act on, so a binding triggered twice shows two. A failback moves
+// make-before-break: the trigger Karmada's controller writes on a held
+// (suspended) binding at the record's creation is replaced by the move's
+// release before the scheduler ever sees it, and is not counted.
 type triggerWatch struct {
 	mu   sync.Mutex
 	seen map[string][]metav1.Time
@@ -151,7 +155,7 @@ func watchTriggers(t *testing.T, c *fixtures.Clients, ns string) *triggerWatch {
 
 func (w *triggerWatch) observe(obj any) {
 	rb, ok := obj.(*workv1alpha2.ResourceBinding)
-	if !ok || rb.Spec.RescheduleTriggeredAt == nil {
+	if !ok || rb.Spec.RescheduleTriggeredAt == nil || rb.Spec.SchedulingSuspended() {
 		return
 	}
 	w.mu.Lock()

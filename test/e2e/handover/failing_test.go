@@ -55,7 +55,7 @@ func TestMoveOntoAFailingClusterLetsKarmadaDecide(t *testing.T) {
 	_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", 2*time.Minute, "{member2:3}")
 	require.NoError(t, err)
 	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
-	w.close()
+	w.Close()
 	lo, _ := w.Range()
 	t.Logf("FIGURES failing target: ready replicas never below %d", lo)
 	assert.GreaterOrEqual(t, lo, int32(3), "the failing target cost no ready replica")

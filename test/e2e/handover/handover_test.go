@@ -161,7 +161,7 @@ func moveBack(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fi
 	waitMembersAsked(ctx, t, cp, ns, name, rb.Spec.Clusters, members)
 	waitReadySum(ctx, t, cp, ns, name, replicas, members)
 	m := moved{took: time.Since(start), stderr: run.Stderr, out: run.Stdout}
-	w.close()
+	w.Close()
 	m.min, m.max = w.Range()
 	rb, err = c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, name+"-deployment", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -99,7 +99,7 @@ func TestInterruptedMoveLeavesNoSuspendedBinding(t *testing.T) {
 	_, err := c.WaitForPlacement(ctx, ns, name+"-deployment", time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err)
 	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
-	w.close()
+	w.Close()
 	lo, _ := w.Range()
 	assert.GreaterOrEqual(t, lo, int32(3), "the resumed move kept every replica ready")
 	assert.Contains(t, run.Stdout, "as predicted", "the scheduler chose the placement the move settled on")
