@@ -306,7 +306,14 @@ func writeGuarded(ctx context.Context, api bindings, b *workv1alpha2.ResourceBin
 		if err != nil || body == nil {
 			return b, err
 		}
-		written, err := api.patch(ctx, b.Namespace, b.Name, body)
+		if err := ctx.Err(); err != nil {
+			return b, err
+		}
+		// A write on its way when ctx ends is let finish, so that what the
+		// binding holds afterwards is known (see rebalance.WriteGrace).
+		writeCtx, cancel := rebalance.WriteContext(ctx)
+		written, err := api.patch(writeCtx, b.Namespace, b.Name, body)
+		cancel()
 		if err == nil {
 			return written, nil
 		}

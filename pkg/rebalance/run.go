@@ -484,7 +484,9 @@ func (r *Runner) trigger(ctx context.Context, e *entry, at metav1.Time) error {
 		if e.byVersion {
 			write.ResourceVersion = b.ResourceVersion
 		}
-		patched, err := r.API.PatchTrigger(ctx, write)
+		writeCtx, cancel := WriteContext(ctx)
+		patched, err := r.API.PatchTrigger(writeCtx, write)
+		cancel()
 		switch {
 		case err == nil:
 			e.row.TriggeredAt = &when

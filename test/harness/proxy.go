@@ -34,6 +34,21 @@ type CountingProxy struct {
 	Requests *RequestSet
 
 	server *http.Server
+
+	mu sync.Mutex
+	// answered, when set, sees each answer of the Karmada apiserver before
+	// the client does (see OnAnswer).
+	answered func(*http.Response)
+}
+
+// OnAnswer makes fn see every answer of the Karmada apiserver after the
+// server has carried out the request and before the client hears it: a
+// test can act at the moment a write has landed while its answer is still
+// on its way (Ctrl-C then), or hold the answer back by sleeping in fn.
+func (p *CountingProxy) OnAnswer(fn func(*http.Response)) {
+	p.mu.Lock()
+	p.answered = fn
+	p.mu.Unlock()
 }
 
 // pullPrefix starts the paths the proxy forwards to a Pull member: the
@@ -88,6 +103,15 @@ func (cp *ControlPlane) startCountingProxy(pullMembers bool) (*CountingProxy, er
 		}
 	}
 	p := &CountingProxy{Counter: counter, Requests: &RequestSet{seen: map[string]bool{}}}
+	forward.ModifyResponse = func(resp *http.Response) error {
+		p.mu.Lock()
+		fn := p.answered
+		p.mu.Unlock()
+		if fn != nil {
+			fn(resp)
+		}
+		return nil
+	}
 	p.server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		counter.add(requestVerb(r), 1)
 		p.Requests.add(requestVerb(r) + " " + r.URL.Path)

@@ -2,8 +2,10 @@ package waves
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -178,7 +180,8 @@ func TestWavesKillThenResume(t *testing.T) {
 }
 
 // interruptThenResume stops a recorded run with --max-in-flight 2 once three
-// bindings hold their trigger, checks the WorkloadRebalancer's status (the
+// bindings hold their trigger, right after a trigger write landed and before
+// its answer reached the run, checks the WorkloadRebalancer's status (the
 // ledger: no entry is Successful whose binding has no trigger; after kill -9
 // the last second of triggers may not be recorded yet), runs the same
 // command again and checks that it finishes every workload while each
@@ -199,11 +202,44 @@ func interruptThenResume(t *testing.T, ns string, sig os.Signal) {
 	first, err := cp.StartCountingProxy()
 	require.NoError(t, err)
 	defer first.Close()
-	p := rt.StartBinary(t, cp, append(args, "--kubeconfig", first.Kubeconfig)...)
-	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return len(triggered(ctx, t, c, ns, apps)) >= 3, nil
-	}), "no wave went by; stderr so far:\n%s", p.Stderr())
-	require.NoError(t, p.Cmd.Process.Signal(sig))
+	// The run is stopped at its hardest moment: a trigger write has just
+	// landed and its answer is still on the way (held back 300ms), once
+	// three bindings hold a trigger. The ledger must still be exact.
+	signalled, started := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var p *rt.Process
+	first.OnAnswer(func(resp *http.Response) {
+		r := resp.Request
+		if r.Method != http.MethodPatch || !strings.Contains(r.URL.Path, "/namespaces/"+ns+"/resourcebindings/") || resp.StatusCode != http.StatusOK {
+			return
+		}
+		list, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, b := range list.Items {
+			if b.Spec.RescheduleTriggeredAt != nil {
+				n++
+			}
+		}
+		if n < 3 {
+			return
+		}
+		once.Do(func() {
+			<-started
+			_ = p.Cmd.Process.Signal(sig)
+			close(signalled)
+			time.Sleep(300 * time.Millisecond)
+		})
+	})
+	p = rt.StartBinary(t, cp, append(args, "--kubeconfig", first.Kubeconfig)...)
+	close(started)
+	select {
+	case <-signalled:
+	case <-time.After(2 * time.Minute):
+		require.FailNow(t, "no wave went by", "stderr so far:\n%s", p.Stderr())
+	}
 	res := p.Wait(t, time.Minute)
 
 	written := triggered(ctx, t, c, ns, apps)
