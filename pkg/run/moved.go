@@ -2,9 +2,9 @@ package run
 
 import (
 	"context"
-	"sync"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -33,33 +33,21 @@ func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
 		workers = 16
 	}
 	rows := make([]rebalance.Row, len(workloads))
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		firstEr error
-	)
-	slots := make(chan struct{}, workers)
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i, w := range workloads {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
+			// Interrupted: the workloads not started yet stay pending.
 			rows[i] = rebalance.Row{Workload: w, Binding: rebalance.BindingNameFor(w)}
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
+		g.Go(func() error {
 			row, err := req.Mover.Move(ctx, targets[w], func(rebalance.Row) {})
-			mu.Lock()
-			defer mu.Unlock()
 			rows[i] = row
-			if err != nil && firstEr == nil {
-				firstEr = err
-			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
+	firstEr := g.Wait()
 	rebalance.SortRows(rows)
 	res := &rebalance.Result{Rows: rows}
 	for _, row := range rows {

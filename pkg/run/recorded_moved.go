@@ -3,10 +3,10 @@ package run
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -193,30 +193,17 @@ func findLeftovers(ctx context.Context, mover waves.Mover, obj *appsv1alpha1.Wor
 		workers = 16
 	}
 	left := make([]bool, len(targets))
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	slots := make(chan struct{}, workers)
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for i, t := range targets {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
+		g.Go(func() error {
 			has, err := r.LeftSuspended(ctx, t)
-			mu.Lock()
-			defer mu.Unlock()
 			left[i] = has
-			if err != nil && first == nil {
-				first = err
-			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	var out *leftovers
 	for i, t := range targets {
