@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -198,7 +199,13 @@ func (c *Controller) observe(cluster *clusterv1alpha1.Cluster) Health {
 func (c *Controller) keepTolerations(name string) {
 	ready, _ := c.displaced.Of(name)
 	for _, d := range ready {
-		c.kept[name] = append(c.kept[name], d.Tolerations...)
+		for _, t := range d.Tolerations {
+			// Follow-up failbacks of one healthy spell bring the same
+			// workloads' tolerations again: keep each once.
+			if !slices.ContainsFunc(c.kept[name], func(k corev1.Toleration) bool { return k.MatchToleration(&t) }) {
+				c.kept[name] = append(c.kept[name], t)
+			}
+		}
 	}
 }
 

@@ -233,6 +233,8 @@ func TestTaintToleratedDuringItsFailback(t *testing.T) {
 	require.True(t, c.observe(cluster).Healthy, "the displaced workload tolerates the taint")
 
 	c.keepTolerations("member1") // the failback starts
+	c.keepTolerations("member1") // a follow-up of the same healthy spell
+	assert.Len(t, c.kept["member1"], 1, "each toleration is kept once")
 	c.displaced.Observe(evicted, tolerant(map[string]int32{"member1": 2, "member2": 1}), down1)
 	ready, _ := c.displaced.Of("member1")
 	require.Empty(t, ready, "back on member1")
