@@ -76,10 +76,14 @@ func TestFailbackMoveResumedAfterKill(t *testing.T) {
 	assert.True(t, rb.Spec.SchedulingSuspended(), "the killed daemon could not undo anything")
 
 	second := startProcess(t, cp, binary, "mbb-kill-2", flags...)
-	rec := waitRecord(ctx, t, c, "member1", 5*time.Minute, func(rb *appsv1alpha1.WorkloadRebalancer) bool {
+	// The record alone says little: Karmada's controller recorded the held
+	// workload Successful when it wrote its trigger. The daemon says when
+	// its failback is over.
+	second.waitLog(t, `"msg":"failback finished"`, 5*time.Minute)
+	rec := waitRecord(ctx, t, c, "member1", time.Minute, func(rb *appsv1alpha1.WorkloadRebalancer) bool {
 		return rb.Status.FinishTime != nil
 	})
-	rb, err = c.WaitForPlacement(ctx, ns, binding, 3*time.Minute, fixtures.TutorialSplits...)
+	rb, err = c.WaitForPlacement(ctx, ns, binding, time.Minute, fixtures.TutorialSplits...)
 	require.NoError(t, err, "the workload is back on member1; daemon logs:\n%s", second.text())
 	waitMembers(ctx, t, members, ns, name, rb.Spec.Clusters, 3)
 	w.Close()
