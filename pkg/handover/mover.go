@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // Prediction is what a Predictor knows of a workload's fresh reschedule.
@@ -107,6 +108,11 @@ func (m *Mover) WithOneWrite(oneWrite OneWriteMover) *Mover {
 	c := *m
 	c.OneWrite = oneWrite
 	return &c
+}
+
+// WithOneWriteMover implements waves.OneWriteDelegator.
+func (m *Mover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
+	return m.WithOneWrite(oneWrite)
 }
 
 // Move implements waves.Mover.

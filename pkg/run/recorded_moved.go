@@ -136,6 +136,17 @@ type passMover struct {
 	moves              func(rebalance.Workload) bool
 }
 
+// WithOneWriteMover implements waves.OneWriteDelegator: both the
+// workloads the handover mover leaves to one write and those it never sees
+// go to oneWrite.
+func (p passMover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
+	h := p.handover
+	if d, ok := h.(waves.OneWriteDelegator); ok {
+		h = d.WithOneWriteMover(oneWrite)
+	}
+	return passMover{handover: h, oneWrite: oneWrite, moves: p.moves}
+}
+
 func (p passMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	if p.moves(t.Workload) {
 		return p.handover.Move(ctx, t, triggered)

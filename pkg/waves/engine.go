@@ -167,18 +167,23 @@ func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, ta
 	template := *runner
 	template.Triggered = nil
 	mover := e.Mover
-	var fl *fleet
+	delegator, delegates := mover.(OneWriteDelegator)
 	switch {
-	case mover != nil:
+	case mover != nil && !delegates:
 	case e.Lister != nil && len(rebalance.DistinctWorkloads(targets)) > e.fleetThreshold():
 		fleetCtx, cancel := context.WithCancel(ctx)
+		fl := newFleet(fleetCtx, template.API, e.Lister)
 		defer func() {
 			cancel()
 			fl.stop()
 		}()
-		fl = newFleet(fleetCtx, template.API, e.Lister)
-		mover = &fleetMover{runner: &template, waitReady: e.WaitReady, fleet: fl, fresh: e.FreshTrigger}
-	default:
+		oneWrite := &fleetMover{runner: &template, waitReady: e.WaitReady, fleet: fl, fresh: e.FreshTrigger}
+		if mover = oneWrite; delegates {
+			// The workloads the mover leaves to one write share the
+			// batch's lists and watches, as they would without it.
+			mover = delegator.WithOneWriteMover(oneWrite)
+		}
+	case mover == nil:
 		mover = &BindingMover{Runner: &template, WaitReady: e.WaitReady, FreshTrigger: e.FreshTrigger}
 	}
 	res, err := e.Run(ctx, mover, targets, ledger)
@@ -190,6 +195,18 @@ func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, ta
 		}
 	}
 	return res.Result, err
+}
+
+// OneWriteDelegator is a Mover that moves some workloads its own way and
+// hands the others to a one-write mover: handover.Mover, for the workloads
+// with nothing to start first. Given as Engine.Mover for a batch above
+// FleetThreshold, it gets the fleet's one-write mover, so that those
+// workloads cost what they cost without it (a list and a watch per
+// namespace, not a get, a list and a watch per workload).
+type OneWriteDelegator interface {
+	Mover
+	// WithOneWriteMover returns a copy that hands its one-write moves to m.
+	WithOneWriteMover(m Mover) Mover
 }
 
 // slot is the state of one workload in a run.

@@ -194,6 +194,30 @@ func (f *fakeFleet) Watch(_ context.Context, scope rebalance.Scope, _ string) (w
 // them with one watch per namespace: the requests are the triggers plus a
 // few per namespace, whatever the window.
 func TestFleetReadsPerNamespace(t *testing.T) {
+	tests := []struct {
+		name  string
+		mover OneWriteDelegator
+	}{
+		{name: "one-write moves"},
+		// A make-before-break mover with nothing to start first for any
+		// workload costs the same.
+		{name: "a mover that leaves every workload to one write", mover: &leavesToOneWrite{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { fleetReadsPerNamespace(t, tt.mover) })
+	}
+}
+
+// leavesToOneWrite is a OneWriteDelegator that moves nothing itself.
+type leavesToOneWrite struct{ oneWrite Mover }
+
+func (l *leavesToOneWrite) WithOneWriteMover(m Mover) Mover { return &leavesToOneWrite{oneWrite: m} }
+
+func (l *leavesToOneWrite) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
+	return l.oneWrite.Move(ctx, t, triggered)
+}
+
+func fleetReadsPerNamespace(t *testing.T, mover OneWriteDelegator) {
 	const namespaces, perNamespace = 5, 40
 	api := newFakeFleet(namespaces, perNamespace)
 	var targets []rebalance.Target
@@ -206,6 +230,9 @@ func TestFleetReadsPerNamespace(t *testing.T) {
 	at := metav1.NewTime(time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC))
 	runner := &rebalance.Runner{API: api, Clock: rebalance.NewServerClock(), Options: rebalance.Options{Wait: true, TriggerAt: &at}}
 	e := &Engine{Lister: api, Options: Options{MaxInFlight: 20, WaitReady: true}}
+	if mover != nil {
+		e.Mover = mover
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	result, err := e.Execute(ctx, runner, targets)
