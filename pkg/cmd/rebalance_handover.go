@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -99,10 +100,12 @@ func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Ta
 		},
 		WaitReady: s.waitReady,
 	}
+	predictor, shared := o.predictor(targets)
 	return &handover.Mover{
 		Karmada:   engine.Karmada,
 		Clock:     engine.Clock,
-		Predict:   o.predictor(targets),
+		Predict:   predictor,
+		Shared:    shared,
 		Recheck:   o.recheckPredictor(targets),
 		Serial:    make(chan struct{}, 1),
 		Budget:    s.handover.budget,
@@ -130,6 +133,14 @@ type moveReads struct {
 	in predict.Input
 	at time.Time
 	ok bool
+	// last is the latest read, for readers that must not wait (shared).
+	last atomic.Pointer[takenRead]
+}
+
+// takenRead is one read of moveReads and when it was taken.
+type takenRead struct {
+	in predict.Input
+	at time.Time
 }
 
 // input returns the shared read, reading again once it is older than
@@ -143,15 +154,17 @@ func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
 		return in, err
 	}
 	r.in, r.at, r.ok = in, r.now(), true
+	r.last.Store(&takenRead{in: in, at: r.at})
 	return in, nil
 }
 
 // predictor is the handover.Predictor of a run's moves over targets: one
 // shared read (moveReads), one prediction per move from it and the binding
-// the move just read.
-func (o *targetOptions) predictor(targets []rebalance.Target) handover.Predictor {
+// the move just read. shared hands out the bindings of that read
+// (handover.Mover.Shared).
+func (o *targetOptions) predictor(targets []rebalance.Target) (predictor handover.Predictor, shared func(context.Context, rebalance.Target) (*workv1alpha2.ResourceBinding, bool)) {
 	reads := &moveReads{now: time.Now, read: o.moveRead(targets)}
-	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
+	predictor = func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 		reads.mu.Lock()
 		defer reads.mu.Unlock()
 		in, err := reads.input(ctx)
@@ -160,6 +173,18 @@ func (o *targetOptions) predictor(targets []rebalance.Target) handover.Predictor
 		}
 		return o.predictOne(ctx, in, t, b)
 	}
+	shared = func(_ context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool) {
+		// Only a read already taken and still fresh, without waiting: a
+		// move that finds none (the run's first moves, a read in progress
+		// or failing) reads its binding itself, as it would without this.
+		last := reads.last.Load()
+		if last == nil || reads.now().Sub(last.at) >= moveReadsMaxAge {
+			return nil, false
+		}
+		b, ok := last.in.Bindings[predict.Key(t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))]
+		return b, ok && b != nil
+	}
+	return predictor, shared
 }
 
 // moveRead reads what the predictions of a run's moves over targets need.

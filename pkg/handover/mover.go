@@ -92,6 +92,14 @@ type Mover struct {
 	// placed by a later clusterAffinities group), as it does for the
 	// bindings its one-write moves read.
 	Observe func(*workv1alpha2.ResourceBinding)
+	// Shared, when set, returns t's binding from a read the run's moves
+	// share (the one Predict predicts from, a few seconds old at most), or
+	// false. A move judges the workload from it first: one whose binding is
+	// settled there and that the one-write move serves anyway (nothing to
+	// start first, see firstLook) goes to OneWrite without a read of its
+	// own, so that a batch of such workloads costs what it costs without
+	// make-before-break; any other workload is read afresh.
+	Shared func(ctx context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool)
 }
 
 // WithObserver returns a copy of m whose moves show observe the binding
@@ -117,6 +125,9 @@ func (m *Mover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
 
 // Move implements waves.Mover.
 func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
+	if row, done, err := m.firstLook(ctx, t, triggered); done {
+		return row, err
+	}
 	api := bindings{client: m.Karmada}
 	name := rebalance.BindingNameFor(t.Workload)
 	ns := t.Workload.Namespace
@@ -165,6 +176,60 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 		return row, err
 	}
 	return h.run(ctx, triggered)
+}
+
+// firstLook moves t in one write when the run's shared read (Mover.Shared)
+// already shows that the one-write move is the same move: the binding is
+// settled there (scheduled, its spec observed by the scheduler, neither
+// suspended nor carrying a ledger) and no cluster would gain a replica, or
+// there are no replicas to keep, or the budget keeps none. Anything else,
+// including a prediction that fails or a reason to explain on the row, is
+// left to the move proper, which reads the binding itself. done reports
+// whether t was moved here.
+func (m *Mover) firstLook(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (row rebalance.Row, done bool, err error) {
+	if m.Shared == nil {
+		return row, false, nil
+	}
+	b, ok := m.Shared(ctx, t)
+	if !ok || !settled(b) {
+		return row, false, nil
+	}
+	b = b.DeepCopy() // the read is the run's, shared by moves side by side
+	// A prediction from summaries that have not caught up (right after a
+	// failover) is the move proper's to settle, from reads of its own: here
+	// it ends the first look.
+	look := *m
+	look.Recheck = func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+		return Prediction{}, errUnsettled
+	}
+	h := &handover{m: &look, api: bindings{client: m.Karmada}, t: t, ns: t.Workload.Namespace, name: b.Name, b: b}
+	if move, why := h.plan(ctx); move || why != "" {
+		return row, false, nil
+	}
+	if m.Observe != nil {
+		m.Observe(b)
+	}
+	row, err = m.oneWrite(ctx, t, triggered, "")
+	if row.OneWrite != "" && h.plain != "" {
+		row.OneWrite = h.plain
+	}
+	return row, true, err
+}
+
+// errUnsettled ends a first look whose prediction is not settled.
+var errUnsettled = errors.New("the prediction from the shared read is not settled")
+
+// settled reports whether b, as a shared read saw it, is a binding a move
+// may be judged from: scheduled, its spec observed by the scheduler, not
+// suspended and carrying no ledger of a hold or move.
+func settled(b *workv1alpha2.ResourceBinding) bool {
+	if b == nil || b.DeletionTimestamp != nil || b.Spec.SchedulingSuspended() || b.Status.SchedulerObservedGeneration != b.Generation {
+		return false
+	}
+	if _, ok := b.Annotations[LedgerAnnotation]; ok {
+		return false
+	}
+	return meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha2.Scheduled)
 }
 
 // Hold suspends the scheduling of t's binding ahead of its move, placement
