@@ -8,12 +8,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // moved reports whether a plain run all at once hands each workload to the
 // request's Mover instead of writing every trigger in one batch.
 func (r Request) moved() bool {
 	return r.Mover != nil && !r.waved() && r.DryRun == rebalance.DryRunNone
+}
+
+// movedEngine is the engine of a plain run all at once whose workloads
+// move with req.Mover: every workload in flight at once, up to Workers, in
+// the order given. A batch above the fleet threshold reads and follows the
+// bindings it leaves to one write with a list and a watch per namespace
+// (waves.OneWriteDelegator), as a run all at once without the mover does.
+func (e *Engine) movedEngine(req Request) *waves.Engine {
+	engine := e.movedRecordEngine(req, req.Mover)
+	engine.Lister = waves.NewBindingLister(e.Karmada)
+	return engine
 }
 
 // runMoved moves every distinct target with req.Mover, at most Workers at

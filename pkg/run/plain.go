@@ -36,7 +36,7 @@ func (e *Engine) runPlain(ctx context.Context, req Request) (*Result, error) {
 	)
 	switch {
 	case req.moved():
-		res, runErr = runMoved(runCtx, req)
+		res, runErr = e.movedEngine(req).Execute(runCtx, runner, req.Targets)
 	case req.waved():
 		engine := e.waveEngine(req)
 		res, runErr = engine.Execute(runCtx, runner, req.Targets)
