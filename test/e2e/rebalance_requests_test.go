@@ -87,8 +87,9 @@ func TestRebalanceRequestCount(t *testing.T) {
 
 	// The default, make-before-break: the clusters, estimators and members
 	// its predictions need are read once for the run (not once per
-	// workload), so the lists do not grow with the batch; each workload
-	// still costs a read and a watch of its own binding.
+	// workload), so the lists do not grow with the batch; a workload that
+	// stages reads and follows its own binding, one left to one write shares
+	// the batch's list and watch (docs/make-before-break.md).
 	single := count(false, "deploy/app01", "-n", ns)
 	t.Logf("FIGURES make-before-break, 1 workload: %s", harness.FormatCounts(single))
 	mbb := count(false, append([]string{"deployments", "-n", ns}, names...)...)
