@@ -37,6 +37,11 @@ func (e *Engine) runPlain(ctx context.Context, req Request) (*Result, error) {
 	switch {
 	case req.moved():
 		res, runErr = e.movedEngine(req).Execute(runCtx, runner, req.Targets)
+		if res != nil {
+			// Started in the order given; reported, like any run all at
+			// once, in the WorkloadRebalancer's order.
+			rebalance.SortRows(res.Rows)
+		}
 	case req.waved():
 		engine := e.waveEngine(req)
 		res, runErr = engine.Execute(runCtx, runner, req.Targets)
