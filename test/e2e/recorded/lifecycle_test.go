@@ -48,7 +48,9 @@ func TestRecordSpecEditDuringTTL(t *testing.T) {
 	rt.DeleteRebalancerAfter(t, c, name)
 	watcher := startWatching(ctx, t, c, name)
 
-	p := rt.StartBinary(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "6")
+	// One-write moves (see TestRecordGeneratedNameAndTTLZero): the added
+	// workload's trigger is checked against the creationTimestamp.
+	p := rt.StartBinary(t, cp, "deploy/web", "-n", ns, "--name", name, "--ttl", "6", "--max-unavailable=100%")
 	p.WaitForCountdown(t)
 	first := rt.Rebalancer(ctx, t, c, name)
 	require.True(t, finished(first))
