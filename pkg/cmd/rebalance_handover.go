@@ -130,10 +130,8 @@ type moveReads struct {
 	now  func() time.Time
 
 	mu sync.Mutex // held across a read, so moves that start together wait for one
-	in predict.Input
-	at time.Time
-	ok bool
-	// last is the latest read, for readers that must not wait (shared).
+	// last is the latest read: input renews it under mu, and readers that
+	// must not wait (shared) load it without mu.
 	last atomic.Pointer[takenRead]
 }
 
@@ -146,16 +144,24 @@ type takenRead struct {
 // input returns the shared read, reading again once it is older than
 // moveReadsMaxAge; the caller holds mu.
 func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
-	if r.ok && r.now().Sub(r.at) < moveReadsMaxAge {
-		return r.in, nil
+	if last := r.fresh(); last != nil {
+		return last.in, nil
 	}
 	in, err := r.read(ctx)
 	if err != nil {
 		return in, err
 	}
-	r.in, r.at, r.ok = in, r.now(), true
-	r.last.Store(&takenRead{in: in, at: r.at})
+	r.last.Store(&takenRead{in: in, at: r.now()})
 	return in, nil
+}
+
+// fresh is the latest read while it is younger than moveReadsMaxAge, or nil.
+func (r *moveReads) fresh() *takenRead {
+	last := r.last.Load()
+	if last == nil || r.now().Sub(last.at) >= moveReadsMaxAge {
+		return nil
+	}
+	return last
 }
 
 // predictor is the handover.Predictor of a run's moves over targets: one
@@ -177,8 +183,8 @@ func (o *targetOptions) predictor(targets []rebalance.Target) (predictor handove
 		// Only a read already taken and still fresh, without waiting: a
 		// move that finds none (the run's first moves, a read in progress
 		// or failing) reads its binding itself, as it would without this.
-		last := reads.last.Load()
-		if last == nil || reads.now().Sub(last.at) >= moveReadsMaxAge {
+		last := reads.fresh()
+		if last == nil {
 			return nil, false
 		}
 		b, ok := last.in.Bindings[predict.Key(t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))]

@@ -169,13 +169,23 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 				return row, nil
 			}
 		}
-		row, err := m.oneWrite(ctx, t, triggered, why)
-		if why == "" && row.OneWrite != "" && h.plain != "" {
-			row.OneWrite = h.plain
+		if why != "" {
+			return m.oneWrite(ctx, t, triggered, why)
 		}
-		return row, err
+		return h.plainOneWrite(ctx, triggered)
 	}
 	return h.run(ctx, triggered)
+}
+
+// plainOneWrite moves h's workload in one write because the plan found
+// nothing to start first, and says on the row why (h.plain) in place of the
+// one-write move's generic reason.
+func (h *handover) plainOneWrite(ctx context.Context, triggered func(rebalance.Row)) (rebalance.Row, error) {
+	row, err := h.m.oneWrite(ctx, h.t, triggered, "")
+	if row.OneWrite != "" && h.plain != "" {
+		row.OneWrite = h.plain
+	}
+	return row, err
 }
 
 // firstLook moves t in one write when the run's shared read (Mover.Shared)
@@ -209,10 +219,7 @@ func (m *Mover) firstLook(ctx context.Context, t rebalance.Target, triggered fun
 	if m.Observe != nil {
 		m.Observe(b)
 	}
-	row, err = m.oneWrite(ctx, t, triggered, "")
-	if row.OneWrite != "" && h.plain != "" {
-		row.OneWrite = h.plain
-	}
+	row, err = h.plainOneWrite(ctx, triggered)
 	return row, true, err
 }
 

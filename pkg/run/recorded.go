@@ -137,7 +137,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		// A recorded run all at once whose workloads move make-before-break
 		// hands them to the wave engine too, up to Workers in flight; every
 		// one is held before the record exists (holdRecorded).
-		engine = e.movedRecordEngine(req, mover)
+		engine = e.allAtOnceEngine(req, mover)
 	}
 	if req.waved() {
 		// The record grows as the waves start workloads (see record.grower).

@@ -26,26 +26,6 @@ func (r Request) recordMover() waves.Mover {
 	return r.Mover
 }
 
-// movedRecordEngine is the engine of a recorded run all at once whose
-// workloads move with mover: every workload in flight at once, up to
-// Workers, in the order given.
-func (e *Engine) movedRecordEngine(req Request, mover waves.Mover) *waves.Engine {
-	workers := req.Workers
-	if workers <= 0 {
-		workers = 16
-	}
-	rank := make(map[rebalance.Workload]int, len(req.Targets))
-	for i, t := range req.Targets {
-		if _, ok := rank[t.Workload]; !ok {
-			rank[t.Workload] = i
-		}
-	}
-	return &waves.Engine{Mover: mover, Options: waves.Options{
-		MaxInFlight: workers,
-		Order:       func(a, b rebalance.Workload) int { return rank[a] - rank[b] },
-	}}
-}
-
 // holder is a mover that can suspend a binding's scheduling ahead of its
 // move (handover.Mover).
 type holder interface {
