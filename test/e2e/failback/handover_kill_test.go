@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
@@ -33,31 +32,19 @@ func TestFailbackMoveResumedAfterKill(t *testing.T) {
 	cp := harness.Require(t)
 	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name, binding = "failback-mbb-kill", "app", "app-deployment"
-	fixtures.TestNamespace(ctx, t, c, ns)
-	deleteRecords(t, c, "member1")
-	t.Cleanup(func() { deleteRecords(t, c, "member1") })
-	readyWorkloads(ctx, t, c, ns, "15s", true, name)
-	_, err := c.WaitForPlacement(ctx, ns, binding, 2*time.Minute, fixtures.TutorialSplits...)
-	require.NoError(t, err)
+	seedSlowToStart(ctx, t, c, ns, name, binding)
 	binary := rt.Binary(t)
 	flags := []string{"-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "1"}
 
 	first := startProcess(t, cp, binary, "mbb-kill-1", flags...)
 	first.waitLog(t, "acting on recoveries", time.Minute)
-	fixtures.Failover(ctx, t, c, ns, binding)
-	members := map[string]kubernetes.Interface{}
-	for _, m := range []string{"member1", "member2"} {
-		members[m] = fixtures.TestClients(t, cp.Member(m).Config).Kube
-	}
-	waitMembers(ctx, t, members, ns, name, []workv1alpha2.TargetCluster{{Name: "member2", Replicas: 3}}, 3)
-	w := fixtures.WatchReady(t, members, ns, name)
-	require.Equal(t, int32(3), w.Now(), "all ready before the failback")
+	members, w := failOverAllReady(ctx, t, cp, c, ns, name, binding)
 
 	recoverMember1(ctx, t, c)
 	// Staged: suspended, the ledger written, member1 asked for a replica
 	// that is not ready yet (15 s).
 	var staged *workv1alpha2.ResourceBinding
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, binding, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
@@ -97,12 +84,7 @@ func TestFailbackMoveResumedAfterKill(t *testing.T) {
 	assert.Len(t, failbackRecords(ctx, t, c, "member1"), 1, "one record for the recovery")
 	logs := second.text()
 	assert.Contains(t, logs, "resuming an unfinished failback")
-	if lo < 3 {
-		// As in TestFailbackKeepsReplicasReady: a dip is only allowed where
-		// the scheduler decided against the prediction, and said so.
-		assert.Contains(t, logs, ", predicted {", "the resumed failback lost a ready replica although the scheduler chose as predicted")
-		t.Logf("KNOWN LIMIT: the scheduler chose other than predicted; ready replicas fell to %d", lo)
-	}
+	assert.GreaterOrEqual(t, lo, int32(3), "the resumed failback lost a ready replica; daemon logs:\n%s", logs)
 	assert.Greater(t, hi, int32(3), "member1's replica ran next to member2's three")
 }
 

@@ -32,26 +32,11 @@ func TestFailbackKeepsReplicasReady(t *testing.T) {
 	cp := harness.Require(t)
 	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
 	const ns, name, binding = "failback-mbb", "app", "app-deployment"
-	fixtures.TestNamespace(ctx, t, c, ns)
-	deleteRecords(t, c, "member1")
-	t.Cleanup(func() { deleteRecords(t, c, "member1") })
-	readyWorkloads(ctx, t, c, ns, "15s", true, name)
-	_, err := c.WaitForPlacement(ctx, ns, binding, 2*time.Minute, fixtures.TutorialSplits...)
-	require.NoError(t, err)
+	seedSlowToStart(ctx, t, c, ns, name, binding)
 
 	d := startDaemon(t, cp, "-n", ns, "--stabilization-window", window.String(), "--ttl", "600", "--leader-elect-identity", "mbb")
 	d.waitLog(t, "acting on recoveries", time.Minute)
-	fixtures.Failover(ctx, t, c, ns, binding)
-
-	members := map[string]kubernetes.Interface{}
-	for _, m := range []string{"member1", "member2"} {
-		members[m] = fixtures.TestClients(t, cp.Member(m).Config).Kube
-	}
-	// Karmada's failover finished evicting once member2's replicas were
-	// ready: the failback starts from 3 ready.
-	waitMembers(ctx, t, members, ns, name, []workv1alpha2.TargetCluster{{Name: "member2", Replicas: 3}}, 3)
-	w := fixtures.WatchReady(t, members, ns, name)
-	require.Equal(t, int32(3), w.Now(), "all ready before the failback")
+	members, w := failOverAllReady(ctx, t, cp, c, ns, name, binding)
 
 	recovered := recoverMember1(ctx, t, c)
 	rb, err := c.WaitForPlacement(ctx, ns, binding, 3*time.Minute, fixtures.TutorialSplits...)
@@ -67,14 +52,9 @@ func TestFailbackKeepsReplicasReady(t *testing.T) {
 	logs := d.text()
 	assert.Contains(t, logs, "moving make-before-break (--max-surge 100%, --max-unavailable 0)")
 	assert.Contains(t, logs, "made before break: staged ")
-	if lo < 3 {
-		// The documented limit (docs/make-before-break.md): the scheduler's
-		// fresh decision at the release differed from the prediction and
-		// kept a replica that was not started first. The row must say so;
-		// a dip with the scheduler as predicted fails.
-		assert.Contains(t, logs, ", predicted {", "the failback lost a ready replica although the scheduler chose as predicted")
-		t.Logf("KNOWN LIMIT: the scheduler chose other than predicted; ready replicas fell to %d", lo)
-	}
+	// Never below the 3 ready before the move (issue 29); the log says
+	// whether the scheduler decided against the prediction ("predicted {").
+	assert.GreaterOrEqual(t, lo, int32(3), "the failback lost a ready replica; daemon logs:\n%s", logs)
 	assert.Greater(t, hi, int32(3), "member1's replica ran next to member2's three before member2 stopped one")
 
 	rb, err = c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, binding, metav1.GetOptions{})
@@ -87,6 +67,37 @@ func TestFailbackKeepsReplicasReady(t *testing.T) {
 	assert.Equal(t, 1, moves.MadeBeforeBreak, "the record says how the workload moved: %s", recs[0].Annotations[failback.MovesAnnotation])
 	assert.Contains(t, moves.Workloads["Deployment/"+ns+"/"+name], "made before break: staged ")
 	assert.Equal(t, []appsv1alpha1.ObservedWorkload{{Workload: recs[0].Spec.Workloads[0], Result: appsv1alpha1.RebalanceSuccessful}}, recs[0].Status.ObservedWorkloads)
+}
+
+// seedSlowToStart creates the seed tutorial's workload in namespace ns,
+// its pods ready 15 s after they start, and waits until it runs the
+// tutorial's split; failback records of member1 are deleted before and
+// after the test.
+func seedSlowToStart(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name, binding string) {
+	t.Helper()
+	fixtures.TestNamespace(ctx, t, c, ns)
+	deleteRecords(t, c, "member1")
+	t.Cleanup(func() { deleteRecords(t, c, "member1") })
+	readyWorkloads(ctx, t, c, ns, "15s", true, name)
+	_, err := c.WaitForPlacement(ctx, ns, binding, 2*time.Minute, fixtures.TutorialSplits...)
+	require.NoError(t, err)
+}
+
+// failOverAllReady fails member1 over and waits until Karmada's failover
+// finished evicting, member2's three replicas ready: the failback starts
+// from 3 ready. It returns the clients of member1 and member2 and a watch
+// of the ready replicas summed over them, started then.
+func failOverAllReady(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixtures.Clients, ns, name, binding string) (map[string]kubernetes.Interface, *fixtures.ReadyWatch) {
+	t.Helper()
+	fixtures.Failover(ctx, t, c, ns, binding)
+	members := map[string]kubernetes.Interface{}
+	for _, m := range []string{"member1", "member2"} {
+		members[m] = fixtures.TestClients(t, cp.Member(m).Config).Kube
+	}
+	waitMembers(ctx, t, members, ns, name, []workv1alpha2.TargetCluster{{Name: "member2", Replicas: 3}}, 3)
+	w := fixtures.WatchReady(t, members, ns, name)
+	require.Equal(t, int32(3), w.Now(), "all ready before the failback")
+	return members, w
 }
 
 // waitMembers waits until the members ask for the placement's replicas of
