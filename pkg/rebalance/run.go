@@ -52,7 +52,7 @@ type Options struct {
 	// Wait makes Run wait for the scheduler's answer to every trigger.
 	Wait bool
 	// Workers bounds the requests in flight; the client's QPS and burst
-	// limits apply on top. Zero means 16.
+	// limits apply on top. Zero means DefaultWorkers.
 	Workers int
 	// Settle is how long Run keeps following bindings after the scheduler
 	// answered every trigger. karmada-scheduler can run an explicit reschedule
@@ -252,10 +252,20 @@ func (r *Runner) Run(ctx context.Context, targets []Target) (*Result, error) {
 	return r.finish(result, entries), nil
 }
 
-func (r *Runner) defaults() {
-	if r.Workers <= 0 {
-		r.Workers = 16
+// DefaultWorkers is how many workloads a run works on side by side when
+// its options do not say.
+const DefaultWorkers = 16
+
+// WorkersOr is n, or DefaultWorkers when n is not positive.
+func WorkersOr(n int) int {
+	if n <= 0 {
+		return DefaultWorkers
 	}
+	return n
+}
+
+func (r *Runner) defaults() {
+	r.Workers = WorkersOr(r.Workers)
 	if r.MaxClockWait <= 0 {
 		r.MaxClockWait = 10 * time.Second
 	}

@@ -21,10 +21,7 @@ func (r Request) moved() bool {
 // whose workloads move with mover: every workload in flight at once, up to
 // Workers, in the order given.
 func (e *Engine) allAtOnceEngine(req Request, mover waves.Mover) *waves.Engine {
-	workers := req.Workers
-	if workers <= 0 {
-		workers = 16
-	}
+	workers := rebalance.WorkersOr(req.Workers)
 	rank := make(map[rebalance.Workload]int, len(req.Targets))
 	for i, t := range req.Targets {
 		if _, ok := rank[t.Workload]; !ok {
@@ -61,10 +58,7 @@ func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
 			targets[t.Workload] = t
 		}
 	}
-	workers := req.Workers
-	if workers <= 0 {
-		workers = 16
-	}
+	workers := rebalance.WorkersOr(req.Workers)
 	rows := make([]rebalance.Row, len(workloads))
 	var g errgroup.Group
 	g.SetLimit(workers)

@@ -180,12 +180,9 @@ func findLeftovers(ctx context.Context, mover waves.Mover, obj *appsv1alpha1.Wor
 		result[entry.Workload] = entry.Result
 	}
 	targets := recordTargets(rebalance.DistinctWorkloads(recordTargets(obj.Spec.Workloads, known)), known)
-	if workers <= 0 {
-		workers = 16
-	}
 	left := make([]bool, len(targets))
 	var g errgroup.Group
-	g.SetLimit(workers)
+	g.SetLimit(rebalance.WorkersOr(workers))
 	for i, t := range targets {
 		g.Go(func() error {
 			has, err := r.LeftSuspended(ctx, t)
