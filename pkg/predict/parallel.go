@@ -35,7 +35,8 @@ func (s *karmadaScheduler) clone() (*karmadaScheduler, error) {
 	return newKarmadaScheduler(clusters)
 }
 
-// schedulers returns s and workers-1 clones of it. Karmada's scheduler and
+// schedulers returns s and workers-1 clones of it; the caller gives the
+// clones' engines back (done). Karmada's scheduler and
 // its snapshot are not shared between goroutines, and the timing check
 // changes the clusters' summaries while it tries the members' reports.
 func (s *karmadaScheduler) schedulers(workers int) ([]*karmadaScheduler, error) {
@@ -43,6 +44,9 @@ func (s *karmadaScheduler) schedulers(workers int) ([]*karmadaScheduler, error) 
 	for range workers - 1 {
 		c, err := s.clone()
 		if err != nil {
+			for _, made := range out[1:] {
+				made.done()
+			}
 			return nil, err
 		}
 		out = append(out, c)

@@ -87,6 +87,7 @@ func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Opt
 	if err != nil {
 		return nil, fmt.Errorf("set up karmada's scheduler: %w", err)
 	}
+	defer sched.done()
 	clusters := make(map[string]*clusterv1alpha1.Cluster, len(in.Clusters))
 	for _, c := range in.Clusters {
 		clusters[c.Name] = c
@@ -115,6 +116,12 @@ func Predict(ctx context.Context, in Input, targets []rebalance.Target, opts Opt
 	if err != nil {
 		return nil, fmt.Errorf("set up karmada's scheduler: %w", err)
 	}
+	// scheds[0] is sched, given back above.
+	defer func() {
+		for _, s := range scheds[1:] {
+			s.done()
+		}
+	}()
 	if err := eachRow(ctx, scheds, len(targets), func(s *karmadaScheduler, i int) {
 		rows[i].index = i
 		out[i] = predictOne(ctx, s, in, clusters, targets[i], opts, &rows[i])

@@ -302,6 +302,7 @@ func TestConsumeMovesCapacity(t *testing.T) {
 	in := []*clusterv1alpha1.Cluster{cluster("member1", 8), cluster("member2", 8)}
 	sched, err := newKarmadaScheduler(in)
 	require.NoError(t, err)
+	defer sched.done()
 	spec := binding("a", dynamic, 3).Spec
 	spec.ReplicaRequirements = &workv1alpha2.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}
 	sched.consume(&spec, []workv1alpha2.TargetCluster{tc("member2", 3)}, []workv1alpha2.TargetCluster{tc("member1", 2), tc("member2", 1)})
@@ -345,6 +346,7 @@ func TestDividerAnswersAsSchedule(t *testing.T) {
 	} {
 		sched, err := newKarmadaScheduler(clusters)
 		require.NoError(t, err)
+		defer sched.done()
 		fresh := freshTrigger(&b.Spec, &b.Status)
 		fast, ok := sched.divider(context.Background(), nil, fresh, &b.Status)
 		require.True(t, ok)
@@ -379,6 +381,7 @@ func TestPredictBatchTimingWholePass(t *testing.T) {
 	}
 	sched, err := newKarmadaScheduler(clusters)
 	require.NoError(t, err)
+	defer sched.done()
 	_, ok := sched.divider(context.Background(), nil, &bindings[0].Spec, &bindings[0].Status)
 	require.False(t, ok, "cluster affinity groups take the whole pass")
 

@@ -15,8 +15,6 @@ import (
 	schedcache "github.com/karmada-io/karmada/pkg/scheduler/cache"
 	"github.com/karmada-io/karmada/pkg/scheduler/core"
 	"github.com/karmada-io/karmada/pkg/scheduler/framework"
-	"github.com/karmada-io/karmada/pkg/scheduler/framework/plugins"
-	frameworkruntime "github.com/karmada-io/karmada/pkg/scheduler/framework/runtime"
 	"github.com/karmada-io/karmada/pkg/util/names"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,16 +46,16 @@ func enableOvercommitProtection() error {
 // for a scheduler with overcommit protection, in Karmada's own assumption
 // cache (assume).
 type karmadaScheduler struct {
-	algorithm core.ScheduleAlgorithm
-	// framework runs the same plugins outside the algorithm, to see the
-	// candidates a release divides differently (release.go).
-	framework framework.Framework
-	cache     *snapshotCache
+	// engine is Karmada's algorithm and framework, taken for this
+	// scheduler's life (engines.go); done gives it back.
+	*engine
 	// clusters are the scheduler's own copies. Their resource summaries are
 	// changed through setAllocating only, which drops the cached snapshot.
 	clusters map[string]*clusterv1alpha1.Cluster
 }
 
+// newKarmadaScheduler sets up a scheduler over copies of clusters. The
+// caller calls done once it has no more passes to run.
 func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler, error) {
 	if err := enableOvercommitProtection(); err != nil {
 		return nil, err
@@ -72,19 +70,24 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 			return nil, err
 		}
 	}
+	e, err := takeEngine()
+	if err != nil {
+		return nil, err
+	}
 	// The binding index only serves the workload-affinity plugins, which
 	// karmada-scheduler registers behind an alpha gate that is off by default.
 	bindingIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	c := &snapshotCache{Cache: schedcache.NewCache(clusterlister.NewClusterLister(clusterIndex), bindingIndex, schedcache.DefaultAssumptionTTL)}
-	algorithm, err := core.NewGenericScheduler(c, plugins.NewInTreeRegistry())
-	if err != nil {
-		return nil, err
+	e.cache.Cache = schedcache.NewCache(clusterlister.NewClusterLister(clusterIndex), bindingIndex, schedcache.DefaultAssumptionTTL)
+	e.cache.kept = nil
+	return &karmadaScheduler{engine: e, clusters: own}, nil
+}
+
+// done gives the scheduler's engine back; s runs no pass after it.
+func (s *karmadaScheduler) done() {
+	if s.engine != nil {
+		s.engine.giveBack()
+		s.engine = nil
 	}
-	fwk, err := frameworkruntime.NewFramework(plugins.NewInTreeRegistry())
-	if err != nil {
-		return nil, err
-	}
-	return &karmadaScheduler{algorithm: algorithm, framework: fwk, cache: c, clusters: own}, nil
 }
 
 // snapshotCache is Karmada's scheduler cache with its cluster snapshot kept
