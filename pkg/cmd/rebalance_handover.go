@@ -122,12 +122,20 @@ const moveReadsMaxAge = 10 * time.Second
 
 // moveReads is what the make-before-break moves of one run predict from,
 // read at most once every moveReadsMaxAge however many workloads move:
-// the clusters, the bindings of the run's namespaces (which say whether
-// the members' capacity matters), the estimators and the members' nodes
-// and pods. Each move brings its own fresh read of its binding.
+// the clusters and the estimators, the bindings of the run's namespaces once
+// a move looks for its binding there (shared: a run above the fleet
+// threshold follows its bindings with the waves' own list and watch, and
+// never asks), and the members' nodes and pods once a move's placement
+// depends on free capacity. Each move brings its own fresh read of its
+// binding, which is all a prediction needs of bindings.
 type moveReads struct {
-	read func(ctx context.Context) (predict.Input, error)
-	now  func() time.Time
+	read func(ctx context.Context, need readNeeds) (predict.Input, error)
+	// members reads the members into a read taken without them.
+	members func(ctx context.Context, in *predict.Input)
+	now     func() time.Time
+
+	// wantBindings turns on at the first look for a binding in the read.
+	wantBindings atomic.Bool
 
 	mu sync.Mutex // held across a read, so moves that start together wait for one
 	// last is the latest read: input renews it under mu, and readers that
@@ -135,23 +143,49 @@ type moveReads struct {
 	last atomic.Pointer[takenRead]
 }
 
+// readNeeds says what a read of moveReads lists beyond the clusters and
+// the estimators.
+type readNeeds struct {
+	// bindings lists the bindings of the run's namespaces (and the members,
+	// if one of them depends on free capacity).
+	bindings bool
+	// members reads the members' nodes and pods whatever the bindings.
+	members bool
+}
+
 // takenRead is one read of moveReads and when it was taken.
 type takenRead struct {
 	in predict.Input
 	at time.Time
+	// members is true once the read holds the members it may need: read,
+	// or not needed since no estimator is consulted.
+	members bool
 }
 
 // input returns the shared read, reading again once it is older than
-// moveReadsMaxAge; the caller holds mu.
-func (r *moveReads) input(ctx context.Context) (predict.Input, error) {
-	if last := r.fresh(); last != nil {
+// moveReadsMaxAge; with members, a read that holds the members' nodes and
+// pods. The caller holds mu.
+func (r *moveReads) input(ctx context.Context, members bool) (predict.Input, error) {
+	last := r.fresh()
+	switch {
+	case last != nil && (!members || last.members):
 		return last.in, nil
+	case last != nil:
+		// The read is young but was taken without the members: add them,
+		// keeping its age.
+		in := last.in
+		r.members(ctx, &in)
+		if err := ctx.Err(); err != nil {
+			return in, err
+		}
+		r.last.Store(&takenRead{in: in, at: last.at, members: true})
+		return in, nil
 	}
-	in, err := r.read(ctx)
+	in, err := r.read(ctx, readNeeds{bindings: r.wantBindings.Load(), members: members})
 	if err != nil {
 		return in, err
 	}
-	r.last.Store(&takenRead{in: in, at: r.now()})
+	r.last.Store(&takenRead{in: in, at: r.now(), members: members || in.Accurate != nil || len(in.Estimated) == 0})
 	return in, nil
 }
 
@@ -169,20 +203,24 @@ func (r *moveReads) fresh() *takenRead {
 // the move just read. shared hands out the bindings of that read
 // (handover.Mover.Shared).
 func (o *targetOptions) predictor(targets []rebalance.Target) (predictor handover.Predictor, shared func(context.Context, rebalance.Target) (*workv1alpha2.ResourceBinding, bool)) {
-	reads := &moveReads{now: time.Now, read: o.moveRead(targets)}
+	source := o.moveSource(targets)
+	reads := &moveReads{now: time.Now, read: source.read, members: source.members}
 	predictor = func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
 		reads.mu.Lock()
 		defer reads.mu.Unlock()
-		in, err := reads.input(ctx)
+		in, err := reads.input(ctx, predict.CapacityDependent(b))
 		if err != nil {
 			return handover.Prediction{}, err
 		}
 		return o.predictOne(ctx, in, t, b)
 	}
 	shared = func(_ context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool) {
-		// Only a read already taken and still fresh, without waiting: a
-		// move that finds none (the run's first moves, a read in progress
-		// or failing) reads its binding itself, as it would without this.
+		// The reads list the run's bindings from now on. Only a read
+		// already taken and still fresh, without waiting: a move that
+		// finds none (the run's first moves, a read in progress or
+		// failing, one taken before any move asked) reads its binding
+		// itself, as it would without this.
+		reads.wantBindings.Store(true)
 		last := reads.fresh()
 		if last == nil {
 			return nil, false
@@ -193,27 +231,56 @@ func (o *targetOptions) predictor(targets []rebalance.Target) (predictor handove
 	return predictor, shared
 }
 
-// moveRead reads what the predictions of a run's moves over targets need.
-func (o *targetOptions) moveRead(targets []rebalance.Target) func(ctx context.Context) (predict.Input, error) {
-	return func(ctx context.Context) (predict.Input, error) {
-		source, err := o.predictSource(predict.EstimatorMode(o.Estimator))
-		if err != nil {
-			return predict.Input{}, err
-		}
-		readCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		return source.Read(readCtx, targets, false)
+// moveSource reads what the predictions of a run's moves over targets need.
+type moveSource struct {
+	o       *targetOptions
+	targets []rebalance.Target
+}
+
+func (o *targetOptions) moveSource(targets []rebalance.Target) moveSource {
+	return moveSource{o: o, targets: targets}
+}
+
+// read reads the clusters and estimators, and what need asks for.
+func (s moveSource) read(ctx context.Context, need readNeeds) (predict.Input, error) {
+	source, err := s.o.predictSource(predict.EstimatorMode(s.o.Estimator))
+	if err != nil {
+		return predict.Input{}, err
 	}
+	readCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	scope := predict.Scope{}
+	if need.bindings {
+		scope = predict.ScopeOf(s.targets, false)
+	}
+	in, err := source.ReadScope(readCtx, scope)
+	if err == nil && need.members && in.Accurate == nil {
+		source.ReadMembers(readCtx, &in)
+		err = readCtx.Err()
+	}
+	return in, err
+}
+
+// members reads the members' nodes and pods into in.
+func (s moveSource) members(ctx context.Context, in *predict.Input) {
+	source, err := s.o.predictSource(predict.EstimatorMode(s.o.Estimator))
+	if err != nil {
+		return // in stays without them: the prediction says which are unknown
+	}
+	readCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	source.ReadMembers(readCtx, in)
 }
 
 // recheckPredictor is the handover.Predictor a move asks when the shared
 // read was unsettled and just before its release (handover's settle step):
 // every call reads the clusters, estimators and members afresh, since it
-// must see the replicas that just started or stopped.
+// must see the replicas that just started or stopped. The move brings its
+// binding, so no bindings are listed.
 func (o *targetOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
-	read := o.moveRead(targets)
+	source := o.moveSource(targets)
 	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
-		in, err := read(ctx)
+		in, err := source.read(ctx, readNeeds{members: predict.CapacityDependent(b)})
 		if err != nil {
 			return handover.Prediction{}, err
 		}

@@ -27,6 +27,28 @@ func asResourceBinding(crb *workv1alpha2.ClusterResourceBinding) *workv1alpha2.R
 	return &workv1alpha2.ResourceBinding{ObjectMeta: crb.ObjectMeta, Spec: crb.Spec, Status: crb.Status}
 }
 
+// fromWatched is a binding a run follows (rebalance.Binding, which keeps
+// only what a run reads) in the shape a move judges: the policy labels, no
+// annotation but the ledger's presence (with an empty value), and a
+// deletion timestamp of the zero time for one being deleted. It is for
+// judging only (firstLook, which reads a binding afresh for anything else).
+func fromWatched(b *rebalance.Binding) *workv1alpha2.ResourceBinding {
+	out := &workv1alpha2.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion,
+			Generation: b.Generation, Labels: b.Labels, OwnerReferences: b.OwnerReferences,
+		},
+		Spec: b.Spec, Status: b.Status,
+	}
+	if b.Handover {
+		out.Annotations = map[string]string{LedgerAnnotation: ""}
+	}
+	if b.Deleting {
+		out.DeletionTimestamp = &metav1.Time{}
+	}
+	return out
+}
+
 func (c bindings) get(ctx context.Context, namespace, name string) (*workv1alpha2.ResourceBinding, error) {
 	if namespace == "" {
 		crb, err := c.client.WorkV1alpha2().ClusterResourceBindings().Get(ctx, name, metav1.GetOptions{})
@@ -158,7 +180,7 @@ type ledger struct {
 
 // LedgerAnnotation marks a binding whose scheduling this plugin suspended
 // for a move; its value is the ledger of that move.
-const LedgerAnnotation = "kubectl-rebalance.io/handover"
+const LedgerAnnotation = rebalance.HandoverAnnotation
 
 // readLedger returns the ledger of a binding suspended by a move, nil when
 // there is none.

@@ -118,9 +118,23 @@ func (m *Mover) WithOneWrite(oneWrite OneWriteMover) *Mover {
 	return &c
 }
 
-// WithOneWriteMover implements waves.OneWriteDelegator.
+// WithOneWriteMover implements waves.OneWriteDelegator. A one-write mover
+// that follows the run's bindings (waves.WatchedBindings, a batch above the
+// fleet threshold) becomes the copy's Shared: its list and watch per
+// namespace are current and cost the run nothing more, where the shared
+// read would list every namespace of the run again every few seconds.
 func (m *Mover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
-	return m.WithOneWrite(oneWrite)
+	c := m.WithOneWrite(oneWrite)
+	if watched, ok := oneWrite.(waves.WatchedBindings); ok && m.Shared != nil {
+		c.Shared = func(ctx context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool) {
+			b, ok := watched.Watched(ctx, t)
+			if !ok || b.Namespace == "" {
+				return nil, false
+			}
+			return fromWatched(b), true
+		}
+	}
+	return c
 }
 
 // Move implements waves.Mover.

@@ -182,7 +182,17 @@ func (s Source) ReadScope(ctx context.Context, scope Scope) (Input, error) {
 // readMembers reads the members whose estimator the scheduler consults, once
 // a binding read needs their answers: its placement depends on free capacity.
 func (s Source) readMembers(ctx context.Context, in *Input) {
-	if len(in.Estimated) == 0 || s.Members == nil || !anyCapacityDependent(in.Bindings) {
+	if anyCapacityDependent(in.Bindings) {
+		s.ReadMembers(ctx, in)
+	}
+}
+
+// ReadMembers reads into in the members whose estimator the scheduler
+// consults (in.Estimated), whatever bindings in holds: a caller that read
+// no bindings (an empty Scope) and predicts one whose placement depends on
+// free capacity (CapacityDependent) reads them this way.
+func (s Source) ReadMembers(ctx context.Context, in *Input) {
+	if len(in.Estimated) == 0 || s.Members == nil {
 		return
 	}
 	var clusters []*clusterv1alpha1.Cluster
@@ -203,11 +213,19 @@ func (s Source) readMembers(ctx context.Context, in *Input) {
 // the clusters' free capacity.
 func anyCapacityDependent(bindings map[string]*workv1alpha2.ResourceBinding) bool {
 	for _, b := range bindings {
-		if p := b.Spec.Placement; p != nil && (DivisionOf(p, &b.Spec).IsDynamic() || len(p.SpreadConstraints) > 0) {
+		if CapacityDependent(b) {
 			return true
 		}
 	}
 	return false
+}
+
+// CapacityDependent reports whether b's fresh placement depends on the
+// clusters' free capacity, so that its prediction needs the members'
+// estimators answered (Input.Accurate).
+func CapacityDependent(b *workv1alpha2.ResourceBinding) bool {
+	p := b.Spec.Placement
+	return p != nil && (DivisionOf(p, &b.Spec).IsDynamic() || len(p.SpreadConstraints) > 0)
 }
 
 // readConcurrency bounds the lists Read sends at a time.

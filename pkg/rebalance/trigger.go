@@ -36,9 +36,24 @@ type Binding struct {
 	// reads); OwnerReferences comes from its metadata.
 	Labels          map[string]string
 	OwnerReferences []metav1.OwnerReference
+	// Handover is true while the binding carries HandoverAnnotation: a
+	// make-before-break move holds it or did not end. The annotation itself
+	// is not kept (it can be long), only that it is there, so that a run
+	// that judges bindings from a list does not take such a one as settled.
+	Handover bool
 	// Spec and Status are the binding's.
 	Spec   workv1alpha2.ResourceBindingSpec
 	Status workv1alpha2.ResourceBindingStatus
+}
+
+// HandoverAnnotation marks a binding whose scheduling a make-before-break
+// move suspended; its value is that move's ledger (package handover).
+const HandoverAnnotation = "kubectl-rebalance.io/handover"
+
+// hasHandover reports whether annotations hold HandoverAnnotation.
+func hasHandover(annotations map[string]string) bool {
+	_, ok := annotations[HandoverAnnotation]
+	return ok
 }
 
 // bindingKey identifies a binding: its namespace ("" when cluster-scoped) and name.
@@ -50,7 +65,7 @@ func fromResourceBinding(rb *workv1alpha2.ResourceBinding) *Binding {
 	return &Binding{
 		Namespace: rb.Namespace, Name: rb.Name, UID: rb.UID, ResourceVersion: rb.ResourceVersion, Generation: rb.Generation,
 		Deleting: rb.DeletionTimestamp != nil, Labels: PolicyLabels(rb.Labels), OwnerReferences: rb.OwnerReferences,
-		Spec: withSharedPlacement(rb.Spec), Status: rb.Status,
+		Handover: hasHandover(rb.Annotations), Spec: withSharedPlacement(rb.Spec), Status: rb.Status,
 	}
 }
 
@@ -58,7 +73,7 @@ func fromClusterResourceBinding(crb *workv1alpha2.ClusterResourceBinding) *Bindi
 	return &Binding{
 		Name: crb.Name, UID: crb.UID, ResourceVersion: crb.ResourceVersion, Generation: crb.Generation,
 		Deleting: crb.DeletionTimestamp != nil, Labels: PolicyLabels(crb.Labels), OwnerReferences: crb.OwnerReferences,
-		Spec: withSharedPlacement(crb.Spec), Status: crb.Status,
+		Handover: hasHandover(crb.Annotations), Spec: withSharedPlacement(crb.Spec), Status: crb.Status,
 	}
 }
 

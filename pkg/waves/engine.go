@@ -206,7 +206,19 @@ func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, ta
 type OneWriteDelegator interface {
 	Mover
 	// WithOneWriteMover returns a copy that hands its one-write moves to m.
+	// When m is also a WatchedBindings, the copy may judge its workloads
+	// from the bindings m follows.
 	WithOneWriteMover(m Mover) Mover
+}
+
+// WatchedBindings is a one-write mover that follows the bindings of a run
+// with a list and a watch per namespace (the mover of a batch above
+// FleetThreshold): Watched returns t's binding as the watch last showed
+// it, listing its namespace first if no workload did, or false when it
+// holds none it can vouch for (not found, or its write was refused and the
+// next read goes to the server).
+type WatchedBindings interface {
+	Watched(ctx context.Context, t rebalance.Target) (*rebalance.Binding, bool)
 }
 
 // slot is the state of one workload in a run.

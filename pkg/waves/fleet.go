@@ -371,6 +371,19 @@ type fleetMover struct {
 	fresh func(rebalance.Workload) bool
 }
 
+// Watched implements WatchedBindings from the fleet's store.
+func (m *fleetMover) Watched(ctx context.Context, t rebalance.Target) (*rebalance.Binding, bool) {
+	ns := t.Workload.Namespace
+	if err := m.fleet.load(ctx, ns); err != nil {
+		return nil, false
+	}
+	k := fleetKey{ns, rebalance.BindingNameFor(t.Workload)}
+	m.fleet.mu.Lock()
+	defer m.fleet.mu.Unlock()
+	b := m.fleet.store[k]
+	return b, b != nil && !m.fleet.stale[k]
+}
+
 // Move implements Mover.
 func (m *fleetMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	runner := *m.runner
