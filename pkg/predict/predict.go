@@ -186,7 +186,7 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 	if spec.Placement == nil {
 		return p.verdict(CannotPredict, ReasonSchedulerError, rebalance.BindingRef(w)+" has no spec.placement")
 	}
-	capacityMatters := p.Division.IsDynamic() || len(spec.Placement.SpreadConstraints) > 0
+	capacityMatters := CapacityDependent(b)
 	if capacityMatters {
 		if blind := unestimated(in); len(blind) > 0 {
 			return p.verdict(CannotPredict, ReasonSchedulerEstimator, blindMessage(in, blind))
