@@ -78,7 +78,6 @@ func newKarmadaScheduler(clusters []*clusterv1alpha1.Cluster) (*karmadaScheduler
 	// karmada-scheduler registers behind an alpha gate that is off by default.
 	bindingIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	e.cache.Cache = schedcache.NewCache(clusterlister.NewClusterLister(clusterIndex), bindingIndex, schedcache.DefaultAssumptionTTL)
-	e.cache.kept = nil
 	return &karmadaScheduler{engine: e, clusters: own}, nil
 }
 
