@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -19,11 +20,14 @@ import (
 type RequestCounter struct {
 	mu     sync.Mutex
 	counts map[string]int
+	// spans holds, by verb, when the first and the last request were sent:
+	// a benchmark breaks a run's wall time down by them.
+	spans map[string][2]time.Time
 }
 
 // NewRequestCounter returns an empty counter.
 func NewRequestCounter() *RequestCounter {
-	return &RequestCounter{counts: map[string]int{}}
+	return &RequestCounter{counts: map[string]int{}, spans: map[string][2]time.Time{}}
 }
 
 // Wrap makes every client built from cfg count its requests here.
@@ -39,9 +43,25 @@ func (c *RequestCounter) Wrap(cfg *rest.Config) *rest.Config {
 }
 
 func (c *RequestCounter) add(verb string, n int) {
+	now := time.Now()
 	c.mu.Lock()
 	c.counts[verb] += n
+	span, ok := c.spans[verb]
+	if !ok {
+		span[0] = now
+	}
+	span[1] = now
+	c.spans[verb] = span
 	c.mu.Unlock()
+}
+
+// Span returns when the first and the last request of verb were counted;
+// ok is false if none was.
+func (c *RequestCounter) Span(verb string) (first, last time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	span, ok := c.spans[verb]
+	return span[0], span[1], ok
 }
 
 // Counts returns a copy of the counts by verb.

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,9 @@ func BenchmarkFleet(b *testing.B) {
 		waitSettled(b, ctx, c)
 		// The pace is a reference, not the subject: a failure to take it is
 		// reported and the runs go on.
+		paceCPU := cpuByCommand()
 		paceTook, paceCounts, err := schedulerPace(ctx, cp, c)
+		fmt.Fprintf(os.Stderr, "scheduler's pace: CPU seconds by process: %s\n", cpuSpent(paceCPU, cpuByCommand()))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "scheduler's pace: not measured: %v\n", err)
 			paceTook = time.Duration(math.MaxInt64)
@@ -248,6 +251,7 @@ func schedulerPace(ctx context.Context, cp *harness.ControlPlane, c *fixtures.Cl
 	mu.Lock()
 	defer mu.Unlock()
 	if len(answered) == len(keys) {
+		fmt.Fprintf(os.Stderr, "scheduler's pace: %s\n", timeline(ctx, c, counter, start, last))
 		return last.Sub(start), counts, nil
 	}
 	// The watch ended early: list until the rest are answered, and take
@@ -396,12 +400,17 @@ func runBinary(b *testing.B, cp *harness.ControlPlane, env []string, binary stri
 	// /usr/bin/time forks its child from its own small address space.
 	rssFile := filepath.Join(b.TempDir(), "rss")
 	plugin := append([]string{binary, "--kubeconfig", proxy.Kubeconfig, "--cache-dir", b.TempDir()}, args...)
-	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile}, plugin...)...)
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M %U %S", "-o", rssFile}, plugin...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	before := cpuByCommand()
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
+	fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", strings.Join(args, " "), cpuSpent(before, cpuByCommand()))
+	if c, cerr := fixtures.NewClients(cp.Karmada); cerr == nil {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", strings.Join(args, " "), timeline(context.Background(), c, proxy.Counter, start, start.Add(took)))
+	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		require.Failf(b, "kubectl rebalance failed", "exit %d: %s", exit.ExitCode(), tail(stderr.String()))
@@ -409,7 +418,12 @@ func runBinary(b *testing.B, cp *harness.ControlPlane, env []string, binary stri
 	require.NoError(b, err)
 	text, err := os.ReadFile(rssFile)
 	require.NoError(b, err)
-	rss, err := strconv.ParseInt(strings.TrimSpace(string(text)), 10, 64)
+	fields := strings.Fields(string(text))
+	require.NotEmpty(b, fields, "/usr/bin/time wrote %q", text)
+	if len(fields) == 3 {
+		fmt.Fprintf(os.Stderr, "%s: the plugin's CPU: user %s s, system %s s\n", strings.Join(args, " "), fields[1], fields[2])
+	}
+	rss, err := strconv.ParseInt(fields[0], 10, 64)
 	require.NoError(b, err, "/usr/bin/time wrote %q", text)
 	return took, proxy.Counter.Counts(), rss, stderr.String()
 }
@@ -455,4 +469,103 @@ func parallel(items []string, workers int, fn func(string) error) error {
 	close(ch)
 	wg.Wait()
 	return first
+}
+
+// timeline breaks a run's wall time down, in seconds from its start: when
+// its first and last trigger (PATCH) went out, when the scheduler answered
+// the last binding (lastScheduledTime, one-second precision), and when the
+// run ended; then how many bindings the scheduler answered in each 20 s of
+// the run. It says where a run loses time against the scheduler's pace:
+// before its first write, between its writes, or after the last answer.
+func timeline(ctx context.Context, c *fixtures.Clients, counter *harness.RequestCounter, start, end time.Time) string {
+	first, last, ok := counter.Span("PATCH")
+	if !ok {
+		return "timeline: no PATCH"
+	}
+	from := metav1.NewTime(start.Truncate(time.Second))
+	var buckets []int
+	var lastAnswer time.Time
+	opts := metav1.ListOptions{Limit: 1000}
+	for {
+		list, err := c.Karmada.WorkV1alpha2().ResourceBindings("").List(ctx, opts)
+		if err != nil {
+			return "timeline: " + err.Error()
+		}
+		for _, rb := range list.Items {
+			at := rb.Status.LastScheduledTime
+			if at == nil || at.Before(&from) {
+				continue
+			}
+			if at.After(lastAnswer) {
+				lastAnswer = at.Time
+			}
+			i := int(at.Sub(from.Time) / (20 * time.Second))
+			for len(buckets) <= i {
+				buckets = append(buckets, 0)
+			}
+			buckets[i]++
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	secs := func(t time.Time) string { return fmt.Sprintf("%.1f", t.Sub(start).Seconds()) }
+	return fmt.Sprintf("timeline (s from start): first PATCH %s, last PATCH %s, last answer %s (+1 s precision), end %s; answers per 20 s: %v",
+		secs(first), secs(last), secs(lastAnswer), secs(end), buckets)
+}
+
+// cpuByCommand sums the CPU time (user and system, in clock ticks of
+// 1/100 s) of the running processes by command name, from /proc: the
+// control plane's components, the benchmark itself.
+func cpuByCommand() map[string]int64 {
+	out := map[string]int64{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		text, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after
+		// its closing parenthesis; utime and stime are fields 14 and 15.
+		open, end := bytes.IndexByte(text, '('), bytes.LastIndexByte(text, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		rest := strings.Fields(string(text[end+1:]))
+		if len(rest) < 13 {
+			continue
+		}
+		user, _ := strconv.ParseInt(rest[11], 10, 64)
+		sys, _ := strconv.ParseInt(rest[12], 10, 64)
+		out[string(text[open+1:end])] += user + sys
+	}
+	return out
+}
+
+// cpuSpent formats what each command spent between two cpuByCommand
+// readings, the largest first, those above 0.5 s.
+func cpuSpent(before, after map[string]int64) string {
+	type spent struct {
+		name  string
+		ticks int64
+	}
+	var all []spent
+	var total int64
+	for name, t := range after {
+		if d := t - before[name]; d > 0 {
+			total += d
+			if d >= 50 {
+				all = append(all, spent{name, d})
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ticks > all[j].ticks })
+	parts := []string{fmt.Sprintf("total %.1f", float64(total)/100)}
+	for _, s := range all {
+		parts = append(parts, fmt.Sprintf("%s %.1f", s.name, float64(s.ticks)/100))
+	}
+	return strings.Join(parts, ", ")
 }
