@@ -84,6 +84,8 @@ func fromObject(obj runtime.Object) *Binding {
 		return fromResourceBinding(b)
 	case *workv1alpha2.ClusterResourceBinding:
 		return fromClusterResourceBinding(b)
+	case watchedBinding:
+		return b.Binding
 	}
 	return nil
 }
@@ -168,11 +170,14 @@ type BindingAPI interface {
 
 // NewBindingAPI returns a BindingAPI backed by the Karmada typed clientset.
 func NewBindingAPI(client karmadaclient.Interface) BindingAPI {
-	return &clientsetAPI{client: client}
+	return &clientsetAPI{client: client, wire: newWireClient(client)}
 }
 
 type clientsetAPI struct {
 	client karmadaclient.Interface
+	// wire decodes trigger answers and watch events off the wire (wire.go);
+	// nil for a clientset that sends no requests (a fake).
+	wire *wireClient
 }
 
 func (c *clientsetAPI) Get(ctx context.Context, namespace, name string) (*Binding, error) {
@@ -200,13 +205,16 @@ func (c *clientsetAPI) PatchTrigger(ctx context.Context, w TriggerWrite) (*Bindi
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	var b *Binding
-	if w.Namespace == "" {
+	switch {
+	case c.wire != nil:
+		b, err = c.wire.patch(ctx, w.Namespace, w.Name, patchType, patch, opts)
+	case w.Namespace == "":
 		crb, patchErr := c.client.WorkV1alpha2().ClusterResourceBindings().Patch(ctx, w.Name, patchType, patch, opts)
 		if patchErr == nil {
 			b = fromClusterResourceBinding(crb)
 		}
 		err = patchErr
-	} else {
+	default:
 		rb, patchErr := c.client.WorkV1alpha2().ResourceBindings(w.Namespace).Patch(ctx, w.Name, patchType, patch, opts)
 		if patchErr == nil {
 			b = fromResourceBinding(rb)
@@ -269,6 +277,9 @@ func (c *clientsetAPI) Watch(ctx context.Context, scope Scope, resourceVersion s
 	opts := scope.listOptions()
 	opts.ResourceVersion = resourceVersion
 	opts.AllowWatchBookmarks = true
+	if c.wire != nil {
+		return c.wire.watch(ctx, scope.Namespace, scope.ClusterScoped, opts)
+	}
 	if scope.ClusterScoped {
 		return c.client.WorkV1alpha2().ClusterResourceBindings().Watch(ctx, opts)
 	}

@@ -32,35 +32,18 @@ type clientsetLister struct {
 const listPageSize = 500
 
 func (c *clientsetLister) List(ctx context.Context, namespace string, clusterScoped bool) ([]*rebalance.Binding, string, error) {
-	var (
-		out       []*rebalance.Binding
-		continued string
-	)
+	var out []*rebalance.Binding
+	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
-		opts := metav1.ListOptions{Limit: listPageSize, Continue: continued}
-		var rv string
-		if clusterScoped {
-			list, err := c.client.WorkV1alpha2().ClusterResourceBindings().List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			for i := range list.Items {
-				out = append(out, rebalance.BindingFromObject(&list.Items[i]))
-			}
-			rv, continued = list.ResourceVersion, list.Continue
-		} else {
-			list, err := c.client.WorkV1alpha2().ResourceBindings(namespace).List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			for i := range list.Items {
-				out = append(out, rebalance.BindingFromObject(&list.Items[i]))
-			}
-			rv, continued = list.ResourceVersion, list.Continue
+		page, meta, err := rebalance.ListBindingsPage(ctx, c.client, namespace, clusterScoped, opts)
+		if err != nil {
+			return nil, "", err
 		}
-		if continued == "" {
-			return out, rv, nil
+		out = append(out, page...)
+		if meta.Continue == "" {
+			return out, meta.ResourceVersion, nil
 		}
+		opts.Continue = meta.Continue
 	}
 }
 
