@@ -3,6 +3,7 @@ package rebalance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -30,11 +31,14 @@ import (
 
 // wireObject is a binding as the API server sends it, reduced to what a
 // Binding keeps. The same shape decodes the metav1.Status of a watch's
-// ERROR event: its string status and its code, reason and message.
+// ERROR event: its code, reason, message and details.
 type wireObject struct {
 	Metadata wireMeta                         `json:"metadata"`
 	Spec     workv1alpha2.ResourceBindingSpec `json:"spec"`
-	Status   wireStatus                       `json:"status"`
+	// Status is a binding's status. A metav1.Status has a string there,
+	// which does not decode into it: the decoder goes on with the other
+	// fields and reports the mismatch at the end (errStatusString).
+	Status workv1alpha2.ResourceBindingStatus `json:"status"`
 	// A metav1.Status's own fields.
 	Message string                `json:"message"`
 	Reason  metav1.StatusReason   `json:"reason"`
@@ -74,20 +78,6 @@ type skipped struct{}
 
 func (*skipped) UnmarshalJSON([]byte) error { return nil }
 
-// wireStatus is a binding's status object, or the status string of a
-// metav1.Status.
-type wireStatus struct {
-	workv1alpha2.ResourceBindingStatus
-	phase string
-}
-
-func (s *wireStatus) UnmarshalJSON(data []byte) error {
-	if len(data) > 0 && data[0] == '"' {
-		return json.Unmarshal(data, &s.phase)
-	}
-	return json.Unmarshal(data, &s.ResourceBindingStatus)
-}
-
 // binding converts o as fromResourceBinding converts a typed binding; an
 // empty namespace is a ClusterResourceBinding's.
 func (o *wireObject) binding() *Binding {
@@ -95,7 +85,7 @@ func (o *wireObject) binding() *Binding {
 	return &Binding{
 		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		Deleting: m.DeletionTimestamp != nil, Labels: PolicyLabels(m.Labels), OwnerReferences: m.OwnerReferences,
-		Handover: bool(m.Annotations), Spec: withSharedPlacement(o.Spec), Status: o.Status.ResourceBindingStatus,
+		Handover: bool(m.Annotations), Spec: withSharedPlacement(o.Spec), Status: o.Status,
 	}
 }
 
@@ -103,7 +93,7 @@ func (o *wireObject) binding() *Binding {
 func (o *wireObject) status() *metav1.Status {
 	return &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   o.Status.phase, Message: o.Message, Reason: o.Reason, Code: o.Code, Details: o.Details,
+		Status:   metav1.StatusFailure, Message: o.Message, Reason: o.Reason, Code: o.Code, Details: o.Details,
 	}
 }
 
@@ -238,7 +228,13 @@ func (d *wireEvents) Decode() (watch.EventType, runtime.Object, error) {
 		Type   watch.EventType `json:"type"`
 		Object wireObject      `json:"object"`
 	}
-	if err := d.dec.Decode(&ev); err != nil {
+	err := d.dec.Decode(&ev)
+	var mismatch *json.UnmarshalTypeError
+	if ev.Type == watch.Error && errors.As(err, &mismatch) && mismatch.Field == "object.status" {
+		// The metav1.Status of an ERROR event, its string status skipped.
+		err = nil
+	}
+	if err != nil {
 		return "", nil, err
 	}
 	switch ev.Type {
