@@ -120,3 +120,5 @@ type watchedOneWrite struct {
 func (w *watchedOneWrite) Watched(context.Context, rebalance.Target) (*rebalance.Binding, bool) {
 	return w.b, w.b != nil
 }
+
+func (w *watchedOneWrite) Wrote(*rebalance.Binding) {}

@@ -100,6 +100,12 @@ type Mover struct {
 	// own, so that a batch of such workloads costs what it costs without
 	// make-before-break; any other workload is read afresh.
 	Shared func(ctx context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool)
+	// wrote, when set, is told every binding an undo wrote: the one-write
+	// mover that follows the run's bindings (waves.WatchedBindings) would
+	// otherwise judge a workload handed over right after its hold was
+	// lifted from its watch's older, suspended copy, and report the trigger
+	// it would then not write as ignored.
+	wrote func(*workv1alpha2.ResourceBinding)
 }
 
 // WithObserver returns a copy of m whose moves show observe the binding
@@ -122,10 +128,16 @@ func (m *Mover) WithOneWrite(oneWrite OneWriteMover) *Mover {
 // that follows the run's bindings (waves.WatchedBindings, a batch above the
 // fleet threshold) becomes the copy's Shared: its list and watch per
 // namespace are current and cost the run nothing more, where the shared
-// read would list every namespace of the run again every few seconds.
+// read would list every namespace of the run again every few seconds. It
+// is also told what the copy's undos write (Mover.wrote).
 func (m *Mover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
 	c := m.WithOneWrite(oneWrite)
-	if watched, ok := oneWrite.(waves.WatchedBindings); ok && m.Shared != nil {
+	watched, ok := oneWrite.(waves.WatchedBindings)
+	if !ok {
+		return c
+	}
+	c.wrote = func(b *workv1alpha2.ResourceBinding) { watched.Wrote(rebalance.BindingFromObject(b)) }
+	if m.Shared != nil {
 		c.Shared = func(ctx context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool) {
 			b, ok := watched.Watched(ctx, t)
 			if !ok || b.Namespace == "" {
@@ -375,7 +387,7 @@ func (m *Mover) row(t rebalance.Target, b *workv1alpha2.ResourceBinding) rebalan
 // scheduling no longer suspended, no ledger. It returns the binding as
 // written (or as read when there was nothing to undo).
 func (m *Mover) undo(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
-	return writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+	out, err := writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
 		l, err := readLedger(b)
 		switch {
 		case err != nil:
@@ -387,6 +399,10 @@ func (m *Mover) undo(ctx context.Context, api bindings, b *workv1alpha2.Resource
 		}
 		return undoPatch(b.ResourceVersion, l)
 	})
+	if err == nil && out != nil && m.wrote != nil {
+		m.wrote(out)
+	}
+	return out, err
 }
 
 // writeGuarded writes the patch build makes of the binding as read, and on

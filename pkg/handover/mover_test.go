@@ -477,3 +477,54 @@ func TestSerialKeepsOneMoveInItsRelease(t *testing.T) {
 	require.NoError(t, b.lock(context.Background()))
 	b.unlock()
 }
+
+// watchingOneWrite is a one-write mover that follows the run's bindings:
+// it records what it was told was written and what it saw when a workload
+// was handed to it.
+type watchingOneWrite struct {
+	told          []*rebalance.Binding
+	suspendedSeen bool
+	called        bool
+}
+
+func (w *watchingOneWrite) Watched(context.Context, rebalance.Target) (*rebalance.Binding, bool) {
+	return nil, false
+}
+
+func (w *watchingOneWrite) Wrote(b *rebalance.Binding) { w.told = append(w.told, b) }
+
+func (w *watchingOneWrite) Move(_ context.Context, t rebalance.Target, _ func(rebalance.Row)) (rebalance.Row, error) {
+	w.called = true
+	w.suspendedSeen = len(w.told) == 0 || w.told[len(w.told)-1].Spec.SchedulingSuspended()
+	return rebalance.Row{Workload: t.Workload}, nil
+}
+
+// TestHeldOneWriteMoveIsHandedOverUnsuspended: a held workload whose move
+// turns out to be a one-write move (nothing to start first) has its hold
+// lifted, and the one-write mover that follows the run's bindings is told
+// the binding as the undo wrote it before the workload is handed over; from
+// its watch's older copy it would take the binding for suspended and not
+// write the trigger.
+func TestHeldOneWriteMoveIsHandedOverUnsuspended(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewSimpleClientset(seedBinding())
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	one := &watchingOneWrite{}
+	base := &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{},
+		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member2", 3)}}, nil
+		}}
+	m := base.WithOneWriteMover(one).(*Mover)
+	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+	held, err := m.Hold(ctx, target)
+	require.NoError(t, err)
+	require.True(t, held)
+
+	_, err = m.Move(ctx, target, func(rebalance.Row) {})
+	require.NoError(t, err)
+	require.True(t, one.called, "nothing to start first: moved in one write")
+	require.NotEmpty(t, one.told, "the undo's write was told")
+	assert.False(t, one.suspendedSeen, "handed over as the undo wrote it, no longer suspended")
+	assert.Equal(t, "web-deployment", one.told[len(one.told)-1].Name)
+}

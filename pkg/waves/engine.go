@@ -219,6 +219,11 @@ type OneWriteDelegator interface {
 // next read goes to the server).
 type WatchedBindings interface {
 	Watched(ctx context.Context, t rebalance.Target) (*rebalance.Binding, bool)
+	// Wrote tells the mover of a write another writer of the run made to a
+	// binding (a make-before-break move lifting its hold before it hands
+	// the workload over): the mover reads that binding as written from now
+	// on, not as its watch last showed it.
+	Wrote(b *rebalance.Binding)
 }
 
 // slot is the state of one workload in a run.

@@ -367,6 +367,14 @@ func (m *fleetMover) Watched(ctx context.Context, t rebalance.Target) (*rebalanc
 	return b, b != nil && !m.fleet.stale[k]
 }
 
+// Wrote implements WatchedBindings: b goes into the store unless the store
+// already holds a later version of it.
+func (m *fleetMover) Wrote(b *rebalance.Binding) {
+	m.fleet.mu.Lock()
+	defer m.fleet.mu.Unlock()
+	m.fleet.putLocked(b)
+}
+
 // Move implements Mover.
 func (m *fleetMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	runner := *m.runner
