@@ -89,6 +89,8 @@ func BenchmarkFleet(b *testing.B) {
 		waitSettled(b, ctx, c)
 		took, counts, rss, stderr := runBinary(b, cp, env, binary, args...)
 		line(name, took, rss, counts)
+		// Each run's figures as it ends, for a benchmark cut short.
+		fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
 		// The first line is the command's announcement (what it is about to
 		// do and, for a run all at once, how long the scheduler will take).
 		fmt.Fprintf(os.Stderr, "%s: %s\n%s: %s\n", name, firstLine(stderr), name, lastLine(stderr))
@@ -120,6 +122,7 @@ func BenchmarkFleet(b *testing.B) {
 				paceTook = time.Duration(math.MaxInt64)
 			}
 			line(name("bare: scheduler's pace (PATCH every trigger, until answered)"), paceTook, 0, paceCounts)
+			fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
 			plain := run(name("all at once (--timeout 60m)"), nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--timeout", "60m")
 			waved := run(name("waves of 200 (--max-in-flight 200, defaults)"), nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--max-in-flight", "200", "--quiet")
 			// The former default rate, for the lever's effect in the same run.
