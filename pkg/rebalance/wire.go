@@ -37,7 +37,8 @@ type wireObject struct {
 	Spec     workv1alpha2.ResourceBindingSpec `json:"spec"`
 	// Status is a binding's status. A metav1.Status has a string there,
 	// which does not decode into it: the decoder goes on with the other
-	// fields and reports the mismatch at the end (errStatusString).
+	// fields and reports the mismatch at the end, which wireEvents.Decode
+	// drops for an ERROR event.
 	Status workv1alpha2.ResourceBindingStatus `json:"status"`
 	// A metav1.Status's own fields.
 	Message string                `json:"message"`
