@@ -7,7 +7,9 @@
 //	go test ./test/bench/waves -run '^$' -bench Fleet -benchtime 1x -timeout 120m
 //
 // REBALANCE_FLEET_WORKLOADS and REBALANCE_FLEET_NAMESPACES choose a smaller
-// fleet (default 10,000 over 100).
+// fleet (default 10,000 over 100); REBALANCE_FLEET_ROUNDS measures the
+// scheduler's pace and the runs that many times from one setup, and
+// REBALANCE_FLEET_RUNS which runs a round holds (all, waves, qps50).
 package wavesbench
 
 import (
@@ -19,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,19 @@ func BenchmarkFleet(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "%s: %s\n%s: %s\n", name, firstLine(stderr), name, lastLine(stderr))
 		return took
 	}
+	// What a round measures after its pace, and in this order.
+	subjects := []struct {
+		key, name string
+		args      []string
+		target    bool
+	}{
+		{"all", "all at once (--timeout 60m)", []string{"--timeout", "60m"}, false},
+		{"waves", "waves of 200 (--max-in-flight 200, defaults)", []string{"--max-in-flight", "200", "--quiet"}, true},
+		// The former default rate, for the lever's effect in the same run.
+		{"qps50", "the same with --qps 50 (the default before a005e5b)", []string{"--max-in-flight", "200", "--quiet", "--qps", "50"}, false},
+	}
+	wanted, err := fleetRuns(os.Getenv("REBALANCE_FLEET_RUNS"))
+	require.NoError(b, err)
 	var ratios []string
 	for range b.N {
 		bareTook, bareCounts := bareLists(b, ctx, cp)
@@ -104,31 +118,65 @@ func BenchmarkFleet(b *testing.B) {
 		// GOGC set turns off the soft memory limit the plugin sets itself
 		// (pkg/memlimit): the collector as it was without it.
 		planGOGC := run("the same with GOGC=100 (no soft memory limit)", []string{"GOGC=100"}, "plan", "deployments", "-A", "-l", "bench=fleet", "-o", "report-json")
-		for round := 1; round <= rounds; round++ {
-			name := func(s string) string {
-				if rounds == 1 {
-					return s
-				}
-				return fmt.Sprintf("%s, round %d", s, round)
+		name := func(s string, round int) string {
+			if rounds == 1 {
+				return s
 			}
+			return fmt.Sprintf("%s, round %d", s, round)
+		}
+		// paces[r-1] is the pace measured at the start of round r; the
+		// last one, after the last round. A run is set against the pace
+		// before it (the ratio) and against the mean of that and
+		// the next one: the control plane's cost for the same work has
+		// grown from one round to the next (docs/performance.md), and a
+		// pace taken only before the runs it is set against would then
+		// favour the pace.
+		var paces []time.Duration
+		pace := func(label string) {
 			waitSettled(b, ctx, c)
-			// The pace is a reference, not the subject: a failure to take it is
-			// reported and the runs go on.
-			paceCPU := cpuByCommand()
-			paceTook, paceCounts, err := schedulerPace(ctx, cp, c)
-			fmt.Fprintf(os.Stderr, "scheduler's pace: CPU seconds by process: %s\n", cpuSpent(paceCPU, cpuByCommand()))
+			fmt.Fprintf(os.Stderr, "%s: control plane: %s; resident: %s\n", label, eventCount(ctx, c), residentByCommand())
+			// The pace is a reference, not the subject: a failure to take
+			// it is reported and the runs go on.
+			before := readCPU()
+			took, counts, err := schedulerPace(ctx, cp, c)
+			fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", label, readCPU().spentSince(before))
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "scheduler's pace: not measured: %v\n", err)
-				paceTook = time.Duration(math.MaxInt64)
+				fmt.Fprintf(os.Stderr, "%s: not measured: %v\n", label, err)
+				took = time.Duration(math.MaxInt64)
 			}
-			line(name("bare: scheduler's pace (PATCH every trigger, until answered)"), paceTook, 0, paceCounts)
+			line(label, took, 0, counts)
 			fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
-			plain := run(name("all at once (--timeout 60m)"), nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--timeout", "60m")
-			waved := run(name("waves of 200 (--max-in-flight 200, defaults)"), nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--max-in-flight", "200", "--quiet")
-			// The former default rate, for the lever's effect in the same run.
-			waved50 := run(name("the same with --qps 50 (the default before a005e5b)"), nil, "deployments", "-A", "-l", "bench=fleet", "-o", "name", "--max-in-flight", "200", "--quiet", "--qps", "50")
-			ratios = append(ratios, fmt.Sprintf("%s: scheduler's pace: %.1f bindings/s; all at once / pace: %.2fx; waves of 200 / pace: %.2fx (target <= 1.10), with --qps 50: %.2fx; waves of 200 / all at once: %.2fx",
-				name("ratios"), float64(workloads)/paceTook.Seconds(), plain.Seconds()/paceTook.Seconds(), waved.Seconds()/paceTook.Seconds(), waved50.Seconds()/paceTook.Seconds(), waved.Seconds()/plain.Seconds()))
+			paces = append(paces, took)
+		}
+		type sample struct {
+			name   string
+			round  int
+			took   time.Duration
+			target bool
+		}
+		var samples []sample
+		for round := 1; round <= rounds; round++ {
+			pace(name("bare: scheduler's pace (PATCH every trigger, until answered)", round))
+			for _, s := range subjects {
+				if !wanted[s.key] {
+					continue
+				}
+				args := append([]string{"deployments", "-A", "-l", "bench=fleet", "-o", "name"}, s.args...)
+				samples = append(samples, sample{s.name, round, run(name(s.name, round), nil, args...), s.target})
+			}
+		}
+		pace("bare: scheduler's pace after the last round")
+		for r, p := range paces[:rounds] {
+			ratios = append(ratios, fmt.Sprintf("%s: %.1f bindings/s, after the round %.1f", name("scheduler's pace", r+1), float64(workloads)/p.Seconds(), float64(workloads)/paces[r+1].Seconds()))
+		}
+		for _, s := range samples {
+			before, after := paces[s.round-1], paces[s.round]
+			target := ""
+			if s.target {
+				target = " (target <= 1.10)"
+			}
+			ratios = append(ratios, fmt.Sprintf("%s: %.2fx the pace before it%s, %.2fx the pace after the round, %.2fx their mean",
+				name(s.name, s.round), s.took.Seconds()/before.Seconds(), target, s.took.Seconds()/after.Seconds(), 2*s.took.Seconds()/(before+after).Seconds()))
 		}
 		ratios = append(ratios, fmt.Sprintf("plan / bare lists: %.2fx (with GOGC=100: %.2fx)", planTook.Seconds()/bareTook.Seconds(), planGOGC.Seconds()/bareTook.Seconds()))
 	}
@@ -377,6 +425,40 @@ func scheduledAndReady(rb *workv1alpha2.ResourceBinding) bool {
 		rebalance.CheckReady(rb.Spec, rb.Status).Ready
 }
 
+// fleetRuns reads REBALANCE_FLEET_RUNS, the runs a round measures after its
+// pace (all, waves, qps50; comma-separated): all three when empty. Fewer
+// runs a round give more rounds, and so more samples of one ratio, in the
+// same time.
+func fleetRuns(v string) (map[string]bool, error) {
+	if v == "" {
+		v = "all,waves,qps50"
+	}
+	out := map[string]bool{}
+	for _, k := range strings.Split(v, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "all", "waves", "qps50":
+			out[k] = true
+		default:
+			return nil, fmt.Errorf("REBALANCE_FLEET_RUNS: unknown run %q (all, waves, qps50)", k)
+		}
+	}
+	return out, nil
+}
+
+// eventCount says how many Events the Karmada API server holds (every
+// scheduling and sync writes some; they live an hour).
+func eventCount(ctx context.Context, c *fixtures.Clients) string {
+	list, err := c.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return "events: " + err.Error()
+	}
+	n := int64(len(list.Items))
+	if list.RemainingItemCount != nil {
+		n += *list.RemainingItemCount
+	}
+	return fmt.Sprintf("%d events", n)
+}
+
 // waitSettled waits until every binding is scheduled at its latest spec and
 // ready, then starts a new second (triggers compare at one-second precision).
 func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
@@ -418,11 +500,11 @@ func runBinary(b *testing.B, cp *harness.ControlPlane, env []string, binary stri
 	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M %U %S", "-o", rssFile}, plugin...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	before := cpuByCommand()
+	before := readCPU()
 	start := time.Now()
 	err = cmd.Run()
 	took := time.Since(start)
-	fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", strings.Join(args, " "), cpuSpent(before, cpuByCommand()))
+	fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", strings.Join(args, " "), readCPU().spentSince(before))
 	if c, cerr := fixtures.NewClients(cp.Karmada); cerr == nil {
 		fmt.Fprintf(os.Stderr, "%s: %s\n", strings.Join(args, " "), timeline(context.Background(), c, proxy.Counter, start, start.Add(took)))
 	}
@@ -527,60 +609,4 @@ func timeline(ctx context.Context, c *fixtures.Clients, counter *harness.Request
 	secs := func(t time.Time) string { return fmt.Sprintf("%.1f", t.Sub(start).Seconds()) }
 	return fmt.Sprintf("timeline (s from start): first PATCH %s, last PATCH %s, last answer %s (+1 s precision), end %s; answers per 20 s: %v",
 		secs(first), secs(last), secs(lastAnswer), secs(end), buckets)
-}
-
-// cpuByCommand sums the CPU time (user and system, in clock ticks of
-// 1/100 s) of the running processes by command name, from /proc: the
-// control plane's components, the benchmark itself.
-func cpuByCommand() map[string]int64 {
-	out := map[string]int64{}
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
-			continue
-		}
-		text, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after
-		// its closing parenthesis; utime and stime are fields 14 and 15.
-		open, end := bytes.IndexByte(text, '('), bytes.LastIndexByte(text, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		rest := strings.Fields(string(text[end+1:]))
-		if len(rest) < 13 {
-			continue
-		}
-		user, _ := strconv.ParseInt(rest[11], 10, 64)
-		sys, _ := strconv.ParseInt(rest[12], 10, 64)
-		out[string(text[open+1:end])] += user + sys
-	}
-	return out
-}
-
-// cpuSpent formats what each command spent between two cpuByCommand
-// readings, the largest first, those above 0.5 s.
-func cpuSpent(before, after map[string]int64) string {
-	type spent struct {
-		name  string
-		ticks int64
-	}
-	var all []spent
-	var total int64
-	for name, t := range after {
-		if d := t - before[name]; d > 0 {
-			total += d
-			if d >= 50 {
-				all = append(all, spent{name, d})
-			}
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].ticks > all[j].ticks })
-	parts := []string{fmt.Sprintf("total %.1f", float64(total)/100)}
-	for _, s := range all {
-		parts = append(parts, fmt.Sprintf("%s %.1f", s.name, float64(s.ticks)/100))
-	}
-	return strings.Join(parts, ", ")
 }
