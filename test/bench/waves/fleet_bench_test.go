@@ -127,10 +127,10 @@ func BenchmarkFleet(b *testing.B) {
 		// paces[r-1] is the pace measured at the start of round r; the
 		// last one, after the last round. A run is set against the pace
 		// before it (the issue's ratio) and against the mean of that and
-		// the next one: the control plane's cost for the same work has
-		// grown from one round to the next (docs/performance.md), and a
-		// pace taken only before the runs it is set against would then
-		// favour the pace.
+		// the next one: one pace can cost the control plane a fifth more
+		// than the next for the same work (docs/performance.md, "The pace
+		// on both sides of the runs"), so one reading alone can favour
+		// either side.
 		var paces []time.Duration
 		pace := func(label string) {
 			waitSettled(b, ctx, c)
