@@ -323,28 +323,38 @@ func (o *targetOptions) predictOne(ctx context.Context, in predict.Input, t reba
 }
 
 // unsettled says why the prediction (placements, from in) may not be
-// what karmada-scheduler decides a moment later, or "": a cluster of b's
-// placement or of the predicted ones whose resource summary still counts
-// replicas its estimator no longer sees (a failover's or a move's stopped
-// pods) is weighed by that stale summary until the member's next status
-// update, and it matters when the prediction from the summaries as they
-// will read then differs.
+// what karmada-scheduler decides a moment later, or "". Two lags make the
+// clusters read roomier a moment later than now: a cluster's estimator
+// still counts the pods being deleted (a move's or a failover's stopped
+// replicas) until they are gone, and its resource summary, refreshed only
+// every status update, may still count replicas its estimator no longer
+// sees. Either matters when the prediction from the clusters as they will
+// read then differs. Every cluster counts, not only b's and the predicted
+// ones: a cluster outside both wins the fresh reschedule once it has the
+// most room.
 func (o *targetOptions) unsettled(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
-	names := map[string]bool{}
-	for _, tc := range b.Spec.Clusters {
-		names[tc.Name] = true
+	names := make(map[string]bool, len(in.Clusters))
+	for _, c := range in.Clusters {
+		names[c.Name] = true
 	}
-	for _, p := range placements {
-		for _, tc := range p {
-			names[tc.Name] = true
+	var whys []string
+	later := in
+	if departing := predict.Departing(in, names); len(departing) > 0 {
+		whys = append(whys, fmt.Sprintf("the estimator of %s still counts pods that are being deleted", strings.Join(departing, ", ")))
+		gone, err := predict.Departed(in, departing)
+		if err != nil {
+			return whys[0]
 		}
+		later = gone
 	}
-	stale := predict.StaleSummaries(ctx, in, b.Spec.ReplicaRequirements, names)
-	if len(stale) == 0 {
+	if stale := predict.StaleSummaries(ctx, later, b.Spec.ReplicaRequirements, names); len(stale) > 0 {
+		whys = append(whys, fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", ")))
+		later = predict.CaughtUp(later, stale)
+	}
+	if len(whys) == 0 {
 		return ""
 	}
-	why := fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", "))
-	later := predict.CaughtUp(in, stale)
+	why := strings.Join(whys, "; ")
 	later.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
 	opts := predict.Options{}
 	if info, err := o.karmadaRelease(); err == nil {
@@ -356,7 +366,7 @@ func (o *targetOptions) unsettled(ctx context.Context, in predict.Input, t rebal
 	}
 	p := predictions[0]
 	if !predict.SamePlacement(p.Predicted, placements[0]) {
-		return why + fmt.Sprintf(" (once it catches up the scheduler would choose %s)", rebalance.FormatPlacement(p.Predicted))
+		return why + fmt.Sprintf(" (once they caught up the scheduler would choose %s)", rebalance.FormatPlacement(p.Predicted))
 	}
 	return ""
 }

@@ -28,6 +28,18 @@ type Member struct {
 
 	mu   sync.Mutex
 	memo map[string]int32
+
+	// nodeList and pods are what the view was built from (bound, not
+	// finished), kept for the view without the terminating pods.
+	nodeList []*corev1.Node
+	pods     []*corev1.Pod
+	// terminating counts the pods of the view that are being deleted.
+	terminating int
+	departed    struct {
+		once sync.Once
+		m    *Member
+		err  error
+	}
 }
 
 // NewMember builds the estimator's view of a member cluster from its nodes
@@ -35,9 +47,13 @@ type Member struct {
 // pods bound to a node and not finished (Succeeded or Failed).
 func NewMember(nodes []*corev1.Node, pods []*corev1.Pod) (*Member, error) {
 	bound := make([]*corev1.Pod, 0, len(pods))
+	terminating := 0
 	for _, p := range pods {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
+		}
+		if p.DeletionTimestamp != nil {
+			terminating++
 		}
 		bound = append(bound, p)
 	}
@@ -49,7 +65,33 @@ func NewMember(nodes []*corev1.Node, pods []*corev1.Pod) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("set up karmada's estimator framework: %w", err)
 	}
-	return &Member{snapshot: schedcache.NewSnapshot(bound, nodes), framework: fwk, nodes: len(nodes), memo: map[string]int32{}}, nil
+	return &Member{snapshot: schedcache.NewSnapshot(bound, nodes), framework: fwk, nodes: len(nodes), memo: map[string]int32{},
+		nodeList: nodes, pods: bound, terminating: terminating}, nil
+}
+
+// Terminating is how many pods of the view are being deleted: the estimator
+// counts them, as their nodes still hold them, until they are gone.
+func (m *Member) Terminating() int {
+	return m.terminating
+}
+
+// Departed is the view once the terminating pods are gone, which is what
+// the estimator answers a moment later (m itself when none terminates).
+// It is built once, on first use.
+func (m *Member) Departed() (*Member, error) {
+	if m.terminating == 0 {
+		return m, nil
+	}
+	m.departed.once.Do(func() {
+		staying := make([]*corev1.Pod, 0, len(m.pods)-m.terminating)
+		for _, p := range m.pods {
+			if p.DeletionTimestamp == nil {
+				staying = append(staying, p)
+			}
+		}
+		m.departed.m, m.departed.err = NewMember(m.nodeList, staying)
+	})
+	return m.departed.m, m.departed.err
 }
 
 // MaxAvailableReplicas is the estimator's answer for a workload whose every

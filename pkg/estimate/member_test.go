@@ -3,6 +3,7 @@ package estimate
 import (
 	"context"
 	"testing"
+	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/stretchr/testify/assert"
@@ -75,4 +76,30 @@ func TestMemberMaxAvailableReplicas(t *testing.T) {
 			assert.Equal(t, got, again, "a remembered answer")
 		})
 	}
+}
+
+// A terminating pod holds its node's room until it is gone: the view counts
+// it, Departed is the view without it, and a view with none is its own.
+func TestMemberDeparted(t *testing.T) {
+	leaving := pod("leaving", "a", "1", corev1.PodRunning)
+	leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	m, err := NewMember([]*corev1.Node{node("a", 110, "4")}, []*corev1.Pod{pod("p", "a", "1", corev1.PodRunning), leaving})
+	require.NoError(t, err)
+	assert.Equal(t, 1, m.Terminating())
+	now, err := m.MaxAvailableReplicas(context.Background(), oneCPU())
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), now, "the terminating pod still counts")
+
+	later, err := m.Departed()
+	require.NoError(t, err)
+	assert.Zero(t, later.Terminating())
+	gone, err := later.MaxAvailableReplicas(context.Background(), oneCPU())
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), gone, "once it is gone its cpu is free")
+	again, err := m.Departed()
+	require.NoError(t, err)
+	assert.Same(t, later, again, "built once")
+	same, err := later.Departed()
+	require.NoError(t, err)
+	assert.Same(t, later, same)
 }

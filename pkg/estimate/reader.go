@@ -241,6 +241,9 @@ func (r Reader) read(ctx context.Context, cfg *rest.Config) (*Member, error) {
 func countingKey(p *corev1.Pod) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%s|%v|%v", p.Spec.NodeName, p.Status.Phase, p.Spec.Overhead, p.Spec.Resources)
+	if p.DeletionTimestamp != nil {
+		b.WriteString("|terminating")
+	}
 	if p.Spec.Affinity != nil {
 		fmt.Fprintf(&b, "|%s/%s", p.Namespace, p.Name)
 	}
@@ -255,10 +258,11 @@ func countingKey(p *corev1.Pod) string {
 
 // slimPod keeps what a node's requested resources are computed from: the
 // node, the containers' and init containers' resources and restart
-// policies, the overhead, the phase.
+// policies, the overhead, the phase; and whether the pod is being deleted
+// (Member.Departed).
 func slimPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, DeletionTimestamp: p.DeletionTimestamp},
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Overhead: p.Spec.Overhead, Resources: p.Spec.Resources},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase},
 	}

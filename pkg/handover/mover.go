@@ -32,9 +32,9 @@ type Prediction struct {
 	// of settling on the first (settle.go).
 	ReleaseDependent bool
 	// Unsettled, when set, says why the read behind the prediction may not
-	// be what karmada-scheduler sees a moment later (a member's resource
-	// summary still counting pods that stopped): the settle check reads
-	// again.
+	// be what karmada-scheduler sees a moment later (a member's estimator
+	// still counting pods being deleted, its resource summary pods that
+	// stopped): the settle check reads again.
 	Unsettled string
 }
 

@@ -29,8 +29,10 @@ import (
 //
 // So, while the binding is still suspended, the move puts the prediction
 // in spec.clusters, waits until the members stopped the surplus and a new
-// read (the clusters' resource summaries too) agrees that the scheduler
-// will choose exactly that placement, and only then releases. The
+// read agrees that the scheduler will choose exactly that placement, also
+// once the pods still being deleted are gone and the resource summaries
+// caught up (the Predictor says Unsettled until then), and only then
+// releases. The
 // scheduler's fresh pass then finds what spec.clusters already holds: it
 // writes no placement, so nothing moves and nothing is decided twice.
 
@@ -88,13 +90,13 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 			}
 			h.steps++
 		}
-		// Others may write while the new replicas start; the read that
-		// settles this move comes after they are ready.
-		h.unlock()
+		// The move keeps its turn (Mover.Serial) while the new replicas
+		// start: the other moves of the run would otherwise stage and
+		// settle meanwhile and change the clusters' room again, and a
+		// workload that weighs two clusters alike chased their changes
+		// round after round (two of a waved batch of 50 ran out of rounds
+		// and were released into a choice the scheduler no longer made).
 		if err := h.waitSafe(ctx, h.target, row); err != nil {
-			return err
-		}
-		if err := h.lock(ctx); err != nil {
 			return err
 		}
 	}

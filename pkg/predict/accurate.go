@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	estimatorclient "github.com/karmada-io/karmada/pkg/estimator/client"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 )
 
 // AccurateEstimator is what a member's karmada-scheduler-estimator answers
@@ -220,4 +223,48 @@ func CaughtUp(in Input, names []string) Input {
 		out.Clusters[i] = c
 	}
 	return out
+}
+
+// departing is what package estimate's members add to an
+// AccurateEstimator: the pods being deleted that the estimator still
+// counts, and the view once they are gone.
+type departing interface {
+	Terminating() int
+	Departed() (*estimate.Member, error)
+}
+
+// Departing names the clusters among names whose estimator still counts
+// pods that are being deleted: karmada-scheduler-estimator sees a pod until
+// it is gone, not from the moment its deletion began (when the member's
+// workload status already leaves it out), so such a cluster's room grows a
+// moment later.
+func Departing(in Input, names map[string]bool) []string {
+	var out []string
+	for name, member := range in.Accurate {
+		if d, ok := member.(departing); ok && names[name] && d.Terminating() > 0 {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Departed returns in with the estimators of the named clusters as they
+// will answer once their terminating pods are gone (on a copy of the map).
+// A prediction from it next to one from in tells whether those pods change
+// the decision.
+func Departed(in Input, names []string) (Input, error) {
+	out := in
+	out.Accurate = make(map[string]AccurateEstimator, len(in.Accurate))
+	for name, member := range in.Accurate {
+		if d, ok := member.(departing); ok && slices.Contains(names, name) {
+			later, err := d.Departed()
+			if err != nil {
+				return in, fmt.Errorf("the estimator of %s without its terminating pods: %w", name, err)
+			}
+			member = later
+		}
+		out.Accurate[name] = member
+	}
+	return out, nil
 }

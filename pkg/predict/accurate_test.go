@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
@@ -11,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -141,4 +145,41 @@ func TestCaughtUp(t *testing.T) {
 	later := CaughtUp(in, []string{"member1"})
 	assert.Equal(t, []string{"member2"}, StaleSummaries(context.Background(), later, nil, all))
 	assert.Equal(t, []string{"member1", "member2"}, StaleSummaries(context.Background(), in, nil, all), "the input is left as read")
+}
+
+// Departing names the clusters whose estimator counts pods that are being
+// deleted; Departed answers for them as once those are gone, on a copy.
+func TestDepartingAndDeparted(t *testing.T) {
+	podsOnly := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(10, resource.DecimalSI)}
+	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Allocatable: podsOnly, Capacity: podsOnly}}}
+	running := func(name string, leaving bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+			Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if leaving {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return p
+	}
+	member1, err := estimate.NewMember(nodes, []*corev1.Pod{running("a", false), running("b", true)})
+	require.NoError(t, err)
+	member2, err := estimate.NewMember(nodes, []*corev1.Pod{running("c", false)})
+	require.NoError(t, err)
+	in := Input{Accurate: map[string]AccurateEstimator{"member1": member1, "member2": member2, "member3": fixedRoom(7)}}
+	all := map[string]bool{"member1": true, "member2": true, "member3": true}
+
+	assert.Equal(t, []string{"member1"}, Departing(in, all))
+	assert.Empty(t, Departing(in, map[string]bool{"member2": true, "member3": true}))
+
+	later, err := Departed(in, []string{"member1"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for name, want := range map[string]int32{"member1": 9, "member2": 9, "member3": 7} {
+		got, err := later.Accurate[name].MaxAvailableReplicas(ctx, nil)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, name)
+	}
+	now, err := in.Accurate["member1"].MaxAvailableReplicas(ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int32(8), now, "the input is left as read")
+	assert.Empty(t, Departing(later, all))
 }
