@@ -22,17 +22,15 @@ import (
 type Member struct {
 	snapshot  *schedcache.Snapshot
 	framework framework.Framework
-	// nodes counts the nodes of the snapshot: an estimator with no node
-	// answers 0 without running its plugins.
-	nodes int
 
 	mu   sync.Mutex
 	memo map[string]int32
 
-	// nodeList and pods are what the view was built from (bound, not
-	// finished), kept for the view without the terminating pods.
-	nodeList []*corev1.Node
-	pods     []*corev1.Pod
+	// nodes and pods are what the view was built from (bound, not
+	// finished), kept for the view without the terminating pods; an
+	// estimator with no node answers 0 without running its plugins.
+	nodes []*corev1.Node
+	pods  []*corev1.Pod
 	// terminating counts the pods of the view that are being deleted.
 	terminating int
 	departed    struct {
@@ -65,8 +63,8 @@ func NewMember(nodes []*corev1.Node, pods []*corev1.Pod) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("set up karmada's estimator framework: %w", err)
 	}
-	return &Member{snapshot: schedcache.NewSnapshot(bound, nodes), framework: fwk, nodes: len(nodes), memo: map[string]int32{},
-		nodeList: nodes, pods: bound, terminating: terminating}, nil
+	return &Member{snapshot: schedcache.NewSnapshot(bound, nodes), framework: fwk, memo: map[string]int32{},
+		nodes: nodes, pods: bound, terminating: terminating}, nil
 }
 
 // Terminating is how many pods of the view are being deleted: the estimator
@@ -89,7 +87,7 @@ func (m *Member) Departed() (*Member, error) {
 				staying = append(staying, p)
 			}
 		}
-		m.departed.m, m.departed.err = NewMember(m.nodeList, staying)
+		m.departed.m, m.departed.err = NewMember(m.nodes, staying)
 	})
 	return m.departed.m, m.departed.err
 }
@@ -122,7 +120,7 @@ func (m *Member) MaxAvailableReplicas(ctx context.Context, req *workv1alpha2.Rep
 // estimate runs the estimator's plugins the way its gRPC handler does: no
 // node means no room, an unschedulable result means none either.
 func (m *Member) estimate(ctx context.Context, request *pb.ReplicaRequirements) (int32, error) {
-	if m.nodes == 0 {
+	if len(m.nodes) == 0 {
 		return 0, nil
 	}
 	n, result := m.framework.RunEstimateReplicasPlugins(ctx, framework.ReplicaEstimationContext{Snapshot: m.snapshot, ReplicaRequirements: request})

@@ -32,9 +32,9 @@ import (
 // read agrees that the scheduler will choose exactly that placement, also
 // once the pods still being deleted are gone and the resource summaries
 // caught up (the Predictor says Unsettled until then), and only then
-// releases. The
-// scheduler's fresh pass then finds what spec.clusters already holds: it
-// writes no placement, so nothing moves and nothing is decided twice.
+// releases. The scheduler's fresh pass then finds what spec.clusters
+// already holds: it writes no placement, so nothing moves and nothing is
+// decided twice.
 
 // maxSettleRounds bounds how often a move stages again because a new read
 // says the scheduler would now choose another placement.
