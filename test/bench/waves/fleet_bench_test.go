@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -460,7 +461,9 @@ func eventCount(ctx context.Context, c *fixtures.Clients) string {
 }
 
 // waitSettled waits until every binding is scheduled at its latest spec and
-// ready, then starts a new second (triggers compare at one-second precision).
+// ready and the machine has gone quiet (waitQuiet: less than one CPU of
+// two busy, at most 5 minutes), then starts a new second (triggers compare
+// at one-second precision).
 func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
 	b.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -468,6 +471,7 @@ func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
 		return err == nil && ready == total, err
 	})
 	require.NoError(b, err)
+	fmt.Fprintf(os.Stderr, "before the next run: %s\n", waitQuiet(float64(runtime.NumCPU())/2, 5*time.Minute))
 	time.Sleep(1100 * time.Millisecond)
 }
 

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // cpuReading is what the machine's processes and the machine as a whole had
@@ -122,4 +124,37 @@ func residentByCommand() string {
 		parts = append(parts, fmt.Sprintf("%s %.0f MiB", h.name, h.mib))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// busyCores is how many CPUs' worth of time the machine spent working
+// between two readings taken span apart.
+func busyCores(before, after cpuReading, span time.Duration, cpus int) float64 {
+	idle := float64(after.idle-before.idle) / 100
+	return float64(cpus) - idle/span.Seconds()
+}
+
+// waitQuiet waits until the machine worked less than maxBusy CPUs over a
+// window of 10 s, or limit passed, and says which. A run all at once leaves
+// work behind after its last answer (the components' events and status
+// updates of thousands of bindings still queued); without the wait that
+// tail is charged to whatever run comes next.
+func waitQuiet(maxBusy float64, limit time.Duration) string {
+	const window = 10 * time.Second
+	start := time.Now()
+	cpus := runtime.NumCPU()
+	for {
+		before := readCPU()
+		time.Sleep(window)
+		busy := busyCores(before, readCPU(), window, cpus)
+		if !before.ok {
+			return "machine load not readable"
+		}
+		waited := time.Since(start).Round(time.Second)
+		if busy < maxBusy {
+			return fmt.Sprintf("quiet after %s (%.2f of %d CPUs busy over the last 10 s)", waited, busy, cpus)
+		}
+		if time.Since(start) >= limit {
+			return fmt.Sprintf("not quiet after %s (%.2f of %d CPUs busy over the last 10 s); measuring anyway", waited, busy, cpus)
+		}
+	}
 }
