@@ -8,8 +8,10 @@
 //
 // REBALANCE_FLEET_WORKLOADS and REBALANCE_FLEET_NAMESPACES choose a smaller
 // fleet (default 10,000 over 100); REBALANCE_FLEET_ROUNDS measures the
-// scheduler's pace and the runs that many times from one setup, and
-// REBALANCE_FLEET_RUNS which runs a round holds (all, waves, qps50).
+// scheduler's pace and the runs that many times from one setup,
+// REBALANCE_FLEET_RUNS which runs a round holds (window, all, waves,
+// qps50), and REBALANCE_FLEET_EVENTS=keep keeps the Events the benchmark
+// otherwise deletes before every run.
 package wavesbench
 
 import (
@@ -87,9 +89,24 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		report = append(report, fmt.Sprintf("%-58s %10s   peak RSS %s   %s", name, took.Round(100*time.Millisecond), mem, harness.FormatCounts(counts)))
 	}
+	// speeds holds how fast the machine ran during each run and pace, by
+	// its report line's name (speed_test.go).
+	speeds := map[string]speedReading{}
+	probed := func(name string, timed func()) {
+		probe := startSpeedProbe()
+		timed()
+		speeds[name] = probe.Stop()
+		fmt.Fprintf(os.Stderr, "%s: %s\n", name, speeds[name])
+	}
 	run := func(name string, env []string, args ...string) time.Duration {
 		waitSettled(b, ctx, c)
-		took, counts, rss, stderr := runBinary(b, cp, env, binary, args...)
+		var (
+			took   time.Duration
+			counts map[string]int
+			rss    int64
+			stderr string
+		)
+		probed(name, func() { took, counts, rss, stderr = runBinary(b, cp, env, binary, args...) })
 		line(name, took, rss, counts)
 		// Each run's figures as it ends, for a benchmark cut short.
 		fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
@@ -133,13 +150,19 @@ func BenchmarkFleet(b *testing.B) {
 		// on both sides of the runs"), so one reading alone can favour
 		// either side.
 		var paces []time.Duration
+		var paceNames []string
 		pace := func(label string) {
 			waitSettled(b, ctx, c)
 			fmt.Fprintf(os.Stderr, "%s: control plane: %s; resident: %s\n", label, eventCount(ctx, c), residentByCommand())
 			// The pace is a reference, not the subject: a failure to take
 			// it is reported and the runs go on.
 			before := readCPU()
-			took, counts, err := schedulerPace(ctx, cp, c)
+			var (
+				took   time.Duration
+				counts map[string]int
+				err    error
+			)
+			probed(label, func() { took, counts, err = schedulerPace(ctx, cp, c) })
 			fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", label, readCPU().spentSince(before))
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s: not measured: %v\n", label, err)
@@ -148,6 +171,7 @@ func BenchmarkFleet(b *testing.B) {
 			line(label, took, 0, counts)
 			fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
 			paces = append(paces, took)
+			paceNames = append(paceNames, label)
 		}
 		type sample struct {
 			name   string
@@ -156,14 +180,47 @@ func BenchmarkFleet(b *testing.B) {
 			target bool
 		}
 		var samples []sample
+		// windows[r-1] is the scheduler's pace in waves of 200 of round r:
+		// the waved run's bare limit in its own shape (window_test.go).
+		windows := make([]time.Duration, rounds)
+		windowNames := make([]string, rounds)
+		windowed := func(round int) {
+			label := name("bare: scheduler's pace in waves of 200 (PATCH, at most 200 unanswered)", round)
+			waitSettled(b, ctx, c)
+			before := readCPU()
+			var (
+				took   time.Duration
+				counts map[string]int
+				err    error
+			)
+			probed(label, func() { took, counts, err = schedulerPaceInWaves(ctx, cp, c, 200) })
+			fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", label, readCPU().spentSince(before))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s: not measured: %v\n", label, err)
+				took = time.Duration(math.MaxInt64)
+			}
+			line(label, took, 0, counts)
+			fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
+			windows[round-1] = took
+			windowNames[round-1] = label
+		}
 		for round := 1; round <= rounds; round++ {
 			pace(name("bare: scheduler's pace (PATCH every trigger, until answered)", round))
+			// The bare waves go first in odd rounds and last in even ones,
+			// so that a control plane that grows slower over the rounds
+			// favours neither side of the pair.
+			if wanted["window"] && round%2 == 1 {
+				windowed(round)
+			}
 			for _, s := range subjects {
 				if !wanted[s.key] {
 					continue
 				}
 				args := append([]string{"deployments", "-A", "-l", "bench=fleet", "-o", "name"}, s.args...)
 				samples = append(samples, sample{s.name, round, run(name(s.name, round), nil, args...), s.target})
+			}
+			if wanted["window"] && round%2 == 0 {
+				windowed(round)
 			}
 		}
 		pace("bare: scheduler's pace after the last round")
@@ -176,8 +233,21 @@ func BenchmarkFleet(b *testing.B) {
 			if s.target {
 				target = " (target <= 1.10)"
 			}
-			ratios = append(ratios, fmt.Sprintf("%s: %.2fx the pace before it%s, %.2fx the pace after the round, %.2fx their mean",
-				name(s.name, s.round), s.took.Seconds()/before.Seconds(), target, s.took.Seconds()/after.Seconds(), 2*s.took.Seconds()/(before+after).Seconds()))
+			ratio := fmt.Sprintf("%s: %.2fx the pace before it%s, %.2fx the pace after the round, %.2fx their mean",
+				name(s.name, s.round), s.took.Seconds()/before.Seconds(), target, s.took.Seconds()/after.Seconds(), 2*s.took.Seconds()/(before+after).Seconds())
+			if w := windows[s.round-1]; w > 0 {
+				ratio += fmt.Sprintf("; %.2fx the scheduler's pace in waves of 200 of its round", s.took.Seconds()/w.Seconds())
+			}
+			ratios = append(ratios, ratio)
+			// The same ratios with each run's time divided by how slow the
+			// machine ran during it.
+			own := speeds[name(s.name, s.round)]
+			ratio = fmt.Sprintf("%s, at the machine's speed: %s the pace before it, %s the pace after the round",
+				name(s.name, s.round), speedRatio(s.took, own, before, speeds[paceNames[s.round-1]]), speedRatio(s.took, own, after, speeds[paceNames[s.round]]))
+			if w := windows[s.round-1]; w > 0 {
+				ratio += fmt.Sprintf(", %s the scheduler's pace in waves of 200 of its round", speedRatio(s.took, own, w, speeds[windowNames[s.round-1]]))
+			}
+			ratios = append(ratios, ratio)
 		}
 		ratios = append(ratios, fmt.Sprintf("plan / bare lists: %.2fx (with GOGC=100: %.2fx)", planTook.Seconds()/bareTook.Seconds(), planGOGC.Seconds()/bareTook.Seconds()))
 	}
@@ -228,19 +298,9 @@ func bareLists(b *testing.B, ctx context.Context, cp *harness.ControlPlane) (tim
 // trigger. Should the watch end first, the bindings are listed until the
 // rest are answered.
 func schedulerPace(ctx context.Context, cp *harness.ControlPlane, c *fixtures.Clients) (time.Duration, map[string]int, error) {
-	keys := map[string]bool{}
-	opts := metav1.ListOptions{Limit: 1000}
-	for {
-		list, err := c.Karmada.WorkV1alpha2().ResourceBindings("").List(ctx, opts)
-		if err != nil {
-			return 0, nil, err
-		}
-		for _, rb := range list.Items {
-			keys[rb.Namespace+"/"+rb.Name] = true
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+	keys, err := bindingKeys(ctx, c)
+	if err != nil {
+		return 0, nil, err
 	}
 	head, err := c.Karmada.WorkV1alpha2().ResourceBindings("").List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
@@ -427,20 +487,21 @@ func scheduledAndReady(rb *workv1alpha2.ResourceBinding) bool {
 }
 
 // fleetRuns reads REBALANCE_FLEET_RUNS, the runs a round measures after its
-// pace (all, waves, qps50; comma-separated): all three when empty. Fewer
+// pace (window: the scheduler's pace in waves of 200; all, waves, qps50:
+// the plugin's runs; comma-separated): all four when empty. Fewer
 // runs a round give more rounds, and so more samples of one ratio, in the
 // same time.
 func fleetRuns(v string) (map[string]bool, error) {
 	if v == "" {
-		v = "all,waves,qps50"
+		v = "window,all,waves,qps50"
 	}
 	out := map[string]bool{}
 	for _, k := range strings.Split(v, ",") {
 		switch k = strings.TrimSpace(k); k {
-		case "all", "waves", "qps50":
+		case "window", "all", "waves", "qps50":
 			out[k] = true
 		default:
-			return nil, fmt.Errorf("REBALANCE_FLEET_RUNS: unknown run %q (all, waves, qps50)", k)
+			return nil, fmt.Errorf("REBALANCE_FLEET_RUNS: unknown run %q (window, all, waves, qps50)", k)
 		}
 	}
 	return out, nil
@@ -460,10 +521,39 @@ func eventCount(ctx context.Context, c *fixtures.Clients) string {
 	return fmt.Sprintf("%d events", n)
 }
 
+// clearEvents deletes the Events the Karmada API server holds, namespace by
+// namespace. Karmada's components record through client-go's correlator,
+// which counts repeats of an event in place only while it remembers the
+// event (4,096 of them): at 2,000 workloads the store stops growing after
+// the first round, at 10,000 it grew by about 58,000 a round (session 41's
+// log). Events live an hour: kept, they grow the API server's store round
+// by round, and those written an hour back expire in the middle of a later
+// run. Deleted before every run, each run starts from the same store and
+// pays only for its own.
+func clearEvents(ctx context.Context, c *fixtures.Clients) string {
+	start := time.Now()
+	before := eventCount(ctx, c)
+	list, err := c.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "events not deleted: " + err.Error()
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	err = parallel(names, 4, func(ns string) error {
+		return c.Kube.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
+	if err != nil {
+		return fmt.Sprintf("events not all deleted (%s before): %v", before, err)
+	}
+	return fmt.Sprintf("deleted %s in %s (REBALANCE_FLEET_EVENTS=keep keeps them)", before, time.Since(start).Round(100*time.Millisecond))
+}
+
 // waitSettled waits until every binding is scheduled at its latest spec and
-// ready and the machine has gone quiet (waitQuiet: less than one CPU of
-// two busy, at most 5 minutes), then starts a new second (triggers compare
-// at one-second precision).
+// ready, deletes the Events (clearEvents), waits until the machine has gone
+// quiet (waitQuiet: less than one CPU of two busy, at most 5 minutes), then
+// starts a new second (triggers compare at one-second precision).
 func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
 	b.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -471,6 +561,9 @@ func waitSettled(b testing.TB, ctx context.Context, c *fixtures.Clients) {
 		return err == nil && ready == total, err
 	})
 	require.NoError(b, err)
+	if os.Getenv("REBALANCE_FLEET_EVENTS") != "keep" {
+		fmt.Fprintf(os.Stderr, "before the next run: %s\n", clearEvents(ctx, c))
+	}
 	fmt.Fprintf(os.Stderr, "before the next run: %s\n", waitQuiet(float64(runtime.NumCPU())/2, 5*time.Minute))
 	time.Sleep(1100 * time.Millisecond)
 }
