@@ -13,9 +13,9 @@ import (
 // The machine this benchmark runs on is a small VM on a shared host: the
 // same hashing takes from 95 to 168 ms of a thread's CPU time from one
 // second to the next with nothing else running (measured 2026-11-27), and
-// in a 2,000-workload round every process of the control plane spent
-// about 40% more CPU on the same work in one run than in the run before
-// it. A ratio of two runs minutes apart then holds the host's mood as much
+// at 2,000 workloads every process of the control plane spent about 40%
+// more CPU on the bare waves of one round than on those of the round
+// before. A ratio of two runs minutes apart then holds the host's mood as much
 // as the runs. speedProbe measures that mood while a run is timed: every
 // probeEvery it hashes probeBytes on a thread of its own and reads how much
 // CPU time the thread spent on it (not wall time, so a busy run queue does
