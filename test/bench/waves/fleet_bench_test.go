@@ -149,20 +149,16 @@ func BenchmarkFleet(b *testing.B) {
 		// than the next for the same work (docs/performance.md, "The pace
 		// on both sides of the runs"), so one reading alone can favour
 		// either side.
-		var paces []time.Duration
-		var paceNames []string
-		pace := func(label string) {
-			waitSettled(b, ctx, c)
-			fmt.Fprintf(os.Stderr, "%s: control plane: %s; resident: %s\n", label, eventCount(ctx, c), residentByCommand())
-			// The pace is a reference, not the subject: a failure to take
-			// it is reported and the runs go on.
+		// bare measures a reference, not the subject: a failure to take
+		// it is reported and the runs go on.
+		bare := func(label string, measure func() (time.Duration, map[string]int, error)) time.Duration {
 			before := readCPU()
 			var (
 				took   time.Duration
 				counts map[string]int
 				err    error
 			)
-			probed(label, func() { took, counts, err = schedulerPace(ctx, cp, c) })
+			probed(label, func() { took, counts, err = measure() })
 			fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", label, readCPU().spentSince(before))
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s: not measured: %v\n", label, err)
@@ -170,7 +166,14 @@ func BenchmarkFleet(b *testing.B) {
 			}
 			line(label, took, 0, counts)
 			fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
-			paces = append(paces, took)
+			return took
+		}
+		var paces []time.Duration
+		var paceNames []string
+		pace := func(label string) {
+			waitSettled(b, ctx, c)
+			fmt.Fprintf(os.Stderr, "%s: control plane: %s; resident: %s\n", label, eventCount(ctx, c), residentByCommand())
+			paces = append(paces, bare(label, func() (time.Duration, map[string]int, error) { return schedulerPace(ctx, cp, c) }))
 			paceNames = append(paceNames, label)
 		}
 		type sample struct {
@@ -187,21 +190,7 @@ func BenchmarkFleet(b *testing.B) {
 		windowed := func(round int) {
 			label := name("bare: scheduler's pace in waves of 200 (PATCH, at most 200 unanswered)", round)
 			waitSettled(b, ctx, c)
-			before := readCPU()
-			var (
-				took   time.Duration
-				counts map[string]int
-				err    error
-			)
-			probed(label, func() { took, counts, err = schedulerPaceInWaves(ctx, cp, c, 200) })
-			fmt.Fprintf(os.Stderr, "%s: CPU seconds by process: %s\n", label, readCPU().spentSince(before))
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "%s: not measured: %v\n", label, err)
-				took = time.Duration(math.MaxInt64)
-			}
-			line(label, took, 0, counts)
-			fmt.Fprintf(os.Stderr, "%s\n", report[len(report)-1])
-			windows[round-1] = took
+			windows[round-1] = bare(label, func() (time.Duration, map[string]int, error) { return schedulerPaceInWaves(ctx, cp, c, 200) })
 			windowNames[round-1] = label
 		}
 		for round := 1; round <= rounds; round++ {
@@ -312,10 +301,7 @@ func schedulerPace(ctx context.Context, cp *harness.ControlPlane, c *fixtures.Cl
 	}
 	defer w.Stop()
 
-	counter := harness.NewRequestCounter()
-	cfg := counter.Wrap(cp.Karmada)
-	cfg.QPS, cfg.Burst = 200, 400
-	writer, err := fixtures.NewClients(cfg)
+	counter, writer, err := paceWriter(cp)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -35,10 +35,7 @@ func schedulerPaceInWaves(ctx context.Context, cp *harness.ControlPlane, c *fixt
 	if err != nil {
 		return 0, nil, err
 	}
-	counter := harness.NewRequestCounter()
-	cfg := counter.Wrap(cp.Karmada)
-	cfg.QPS, cfg.Burst = 200, 400
-	writer, err := fixtures.NewClients(cfg)
+	counter, writer, err := paceWriter(cp)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -185,6 +182,16 @@ func (p *windowedPace) catchUp(ctx context.Context, c *fixtures.Clients) (string
 			return rv, nil
 		}
 	}
+}
+
+// paceWriter is the client both paces write their triggers with: QPS 200,
+// every request counted.
+func paceWriter(cp *harness.ControlPlane) (*harness.RequestCounter, *fixtures.Clients, error) {
+	counter := harness.NewRequestCounter()
+	cfg := counter.Wrap(cp.Karmada)
+	cfg.QPS, cfg.Burst = 200, 400
+	writer, err := fixtures.NewClients(cfg)
+	return counter, writer, err
 }
 
 // bindingKeys lists the namespace/name of every ResourceBinding.
