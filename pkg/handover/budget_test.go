@@ -98,18 +98,3 @@ func TestReadyWithin(t *testing.T) {
 	assert.Equal(t, int32(2), readyWithin(map[string]int32{"member2": 3}, after))
 	assert.Equal(t, int32(3), readyWithin(map[string]int32{"member1": 1, "member2": 3}, after))
 }
-
-func TestPatches(t *testing.T) {
-	l := ledger{Original: tc("member2", 3)}
-	body, err := stagePatch("7", l, tc("member1", 1, "member2", 3))
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"metadata":{"resourceVersion":"7","annotations":{"kubectl-rebalance.io/handover":"{\"original\":[{\"name\":\"member2\",\"replicas\":3}],\"started\":null}"}},
-		"spec":{"suspension":{"scheduling":true},"clusters":[{"name":"member1","replicas":1},{"name":"member2","replicas":3}]}}`, string(body))
-	body, err = undoPatch("8", &l)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"metadata":{"resourceVersion":"8","annotations":{"kubectl-rebalance.io/handover":null}},"spec":{"suspension":null,"clusters":[{"name":"member2","replicas":3}]}}`, string(body))
-	l.HadSuspension = true
-	body, err = undoPatch("8", &l)
-	require.NoError(t, err)
-	assert.Contains(t, string(body), `"suspension":{"scheduling":null}`)
-}

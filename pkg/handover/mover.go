@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -71,6 +69,14 @@ type Mover struct {
 	WaitReady bool
 	// UndoTimeout bounds the undo of an interrupted move; zero means 10s.
 	UndoTimeout time.Duration
+	// Owner names this process in the ledgers it writes (see Ledger.Owner);
+	// empty means DefaultOwner().
+	Owner string
+	// MoveTimeout bounds one move, from its first write to its release,
+	// whatever bounds the run: it is the deadline the ledger carries, past
+	// which any process of the plugin recovers the binding. Zero means
+	// DefaultMoveTimeout.
+	MoveTimeout time.Duration
 	// Recheck predicts again from a read of its own, taken when it is
 	// called: before the release the move settles the binding on the
 	// placement the scheduler will choose and asks it whether that still
@@ -167,16 +173,25 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 	if m.Observe != nil {
 		m.Observe(b)
 	}
-	var held *ledger
-	if l, lerr := readLedger(b); lerr == nil && l != nil && l.Hold {
-		// Suspended ahead of this move (Hold): carry on from there.
+	var held *Ledger
+	if l, lerr := readLedger(b); lerr == nil && l != nil && m.ownHold(b, l) {
+		// Suspended ahead of this move by this process (Hold): carry on
+		// from there.
 		held = l
 	} else if lerr != nil || l != nil {
-		// A move of an earlier run that never ended: put the binding back
-		// as it was, then start afresh from what the scheduler sees now.
-		if b, err = m.undo(ctx, api, b); err != nil {
+		// A move that never ended (a killed process, an earlier run), or
+		// one another process is making: wait for a live one, recover the
+		// others by Decide's rules, then start afresh from what the
+		// scheduler sees now.
+		var d Decision
+		if b, d, err = m.waitOrRecover(ctx, api, b); err != nil || d.Action == ActionWait {
 			row := m.row(t, b)
-			row.Message = fmt.Sprintf("%s was left suspended by an interrupted move and could not be resumed: %v; run the command again", rebalance.BindingRef(t.Workload), err)
+			switch {
+			case d.Action == ActionWait:
+				row.Message = fmt.Sprintf("%s is being moved by another process (%s); not moved, run the command again once it ended", rebalance.BindingRef(t.Workload), d.Message)
+			default:
+				row.Message = fmt.Sprintf("%s was left suspended by an interrupted move and could not be recovered: %v; run `kubectl rebalance recover`", rebalance.BindingRef(t.Workload), err)
+			}
 			triggered(row)
 			return row, nil
 		}
@@ -186,7 +201,7 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 		if held != nil {
 			// Lift the hold first: the one-write move writes the trigger.
 			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
-			_, err := m.undo(undoCtx, api, b)
+			_, _, err := m.recoverBinding(undoCtx, api, b)
 			cancel()
 			if err != nil {
 				row := m.row(t, b)
@@ -288,17 +303,67 @@ func (m *Mover) Hold(ctx context.Context, t rebalance.Target) (bool, error) {
 		if held = m.holds(b); !held {
 			return nil, nil
 		}
-		l := ledger{Original: b.Spec.Clusters, Hold: true, HadSuspension: b.Spec.Suspension != nil,
-			Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
-		if now, ok := m.Clock.Now(); ok {
-			l.Started = metav1.NewTime(now)
-		}
-		return holdPatch(b.ResourceVersion, l)
+		return ledgerWrite(b, m.newLedger(b, PhaseHeld))
 	})
 	if err != nil || !held {
 		return false, err
 	}
 	return written.Spec.SchedulingSuspended(), nil
+}
+
+// newLedger is the ledger of a move of b that starts now in phase: owned
+// by this mover, its deadline MoveTimeout from now (server time), the
+// binding's placement, replicas, trigger and last schedule as read.
+func (m *Mover) newLedger(b *workv1alpha2.ResourceBinding, phase Phase) Ledger {
+	l := Ledger{Phase: phase, Owner: m.owner(), Replicas: b.Spec.Replicas, Original: b.Spec.Clusters, Staged: b.Spec.Clusters,
+		HadSuspension: b.Spec.Suspension != nil, Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true,
+		LastScheduled: b.Status.LastScheduledTime}
+	now := m.now()
+	l.Started = metav1.NewTime(now)
+	deadline := metav1.NewTime(now.Add(m.moveTimeout()))
+	l.Deadline = &deadline
+	return l
+}
+
+// ownHold reports whether l is a hold this mover took (or an older
+// release's hold, which names no owner) that a move may carry on from:
+// nobody changed the binding since.
+func (m *Mover) ownHold(b *workv1alpha2.ResourceBinding, l *Ledger) bool {
+	if l.CurrentPhase() != PhaseHeld || (l.Owner != "" && l.Owner != m.owner()) {
+		return false
+	}
+	return decide(b, time.Now(), m.owner()).Action == ActionUndo
+}
+
+// waitOrRecover follows b while another live process moves it (ActionWait),
+// then recovers it by Decide's rules. It returns the binding as written or
+// read, and the last decision: ActionWait when ctx ended first.
+func (m *Mover) waitOrRecover(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, Decision, error) {
+	d := decide(b, m.now(), m.owner())
+	if d.Action == ActionWait {
+		got, err := api.follow(ctx, b.Namespace, b.Name, func(b *workv1alpha2.ResourceBinding) bool {
+			d = decide(b, m.now(), m.owner())
+			return d.Action != ActionWait
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return b, d, nil
+			}
+			return b, d, err
+		}
+		b = got
+	}
+	return m.recoverBinding(ctx, api, b)
+}
+
+// now is the server's time, or the local time before the server told it.
+func (m *Mover) now() time.Time {
+	if m.Clock != nil {
+		if now, ok := m.Clock.Now(); ok {
+			return now
+		}
+	}
+	return time.Now()
 }
 
 // holds reports whether Hold suspends b: a binding the scheduler has
@@ -326,10 +391,10 @@ func (m *Mover) Unhold(ctx context.Context, t rebalance.Target) error {
 	if err != nil {
 		return err
 	}
-	if l, lerr := readLedger(b); lerr != nil || l == nil || !l.Hold {
+	if l, lerr := readLedger(b); lerr != nil || l == nil || l.CurrentPhase() != PhaseHeld || (l.Owner != "" && l.Owner != m.owner()) {
 		return nil
 	}
-	_, err = m.undo(ctx, api, b)
+	_, _, err = m.recoverBinding(ctx, api, b)
 	return err
 }
 
@@ -383,28 +448,6 @@ func (m *Mover) row(t rebalance.Target, b *workv1alpha2.ResourceBinding) rebalan
 	return row
 }
 
-// undo puts a binding suspended by a move back: the original placement,
-// scheduling no longer suspended, no ledger. It returns the binding as
-// written (or as read when there was nothing to undo).
-func (m *Mover) undo(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
-	out, err := writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
-		l, err := readLedger(b)
-		switch {
-		case err != nil:
-			// A ledger this plugin cannot read still marks our suspension:
-			// lift it and leave the placement to the scheduler.
-			return undoPatch(b.ResourceVersion, &ledger{Original: b.Spec.Clusters})
-		case l == nil:
-			return nil, nil
-		}
-		return undoPatch(b.ResourceVersion, l)
-	})
-	if err == nil && out != nil && m.wrote != nil {
-		m.wrote(out)
-	}
-	return out, err
-}
-
 // writeGuarded writes the patch build makes of the binding as read, and on
 // a conflict reads it again and rebuilds the patch, until it applies or
 // fails otherwise. build returns nil when there is nothing to write.
@@ -444,7 +487,7 @@ type handover struct {
 	ns, name string
 	b        *workv1alpha2.ResourceBinding
 	// held is the ledger of a hold the move carries on from (Hold).
-	held *ledger
+	held *Ledger
 
 	replicas int32
 	limits   Limits
@@ -453,7 +496,7 @@ type handover struct {
 	cover    placement // what to stage: every replica any likely placement adds
 	keep     placement // what every likely placement keeps: steps shrink toward it
 	floor    int32     // the ready replicas the move keeps
-	ledger   ledger
+	ledger   Ledger
 	steps    int
 	// staged is the placement the move last wrote; a binding whose
 	// spec.clusters differs was changed by someone else (PlacementChanged).
@@ -469,6 +512,8 @@ type handover struct {
 	// plain says why the workload moves in one write where plan gives no
 	// reason for the row's message (the one-write move is the same move).
 	plain string
+	// stopErr is what ended the move before its release.
+	stopErr error
 }
 
 // plan decides whether the binding moves make-before-break, and how; when
@@ -533,77 +578,78 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 		h.plain = "no cluster gains a replica, so there is nothing to start first"
 		return false, ""
 	}
-	start := readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), h.original)
+	ready := rebalance.ReadyReplicas(b.Spec, b.Status)
+	if !reportsReady(ready, h.original) {
+		// Nothing would tell when the replicas started elsewhere are
+		// ready: a make-before-break move would wait for nothing.
+		return false, "the workload's member status reports no ready replica count, so nothing tells when new replicas are ready"
+	}
+	start := readyWithin(ready, h.original)
 	h.floor = max(start-limits.Unavailable, 0)
-	h.ledger = ledger{Original: b.Spec.Clusters, Target: pred.Placements[0], HadSuspension: b.Spec.Suspension != nil,
-		Trigger: b.Spec.RescheduleTriggeredAt, TriggerSaved: true}
+	h.ledger = h.m.newLedger(b, PhaseStaging)
+	h.ledger.Target = pred.Placements[0]
 	if h.held != nil {
 		// What the binding held before the hold, not what was written since.
-		h.ledger.HadSuspension, h.ledger.Trigger = h.held.HadSuspension, h.held.Trigger
+		h.ledger.HadSuspension, h.ledger.Trigger, h.ledger.LastScheduled = h.held.HadSuspension, h.held.Trigger, h.held.LastScheduled
 	}
 	return true, ""
 }
 
-// run carries the move out: stage, wait, release, confirm. Whatever ends
-// it early undoes it before it returns.
+// reportsReady reports whether a cluster of original reports a ready
+// count in ready.
+func reportsReady(ready map[string]int32, original placement) bool {
+	for _, name := range original.names {
+		if _, ok := ready[name]; ok {
+			return true
+		}
+	}
+	return len(original.names) == 0
+}
+
+// run carries the move out: stage, wait, settle, release, confirm, within
+// the move's own deadline (Mover.MoveTimeout). Whatever ends it early is
+// recovered by Decide's rules before it returns: undone while only the
+// added replicas run, let go with the new placement kept once they have
+// taken over, let go with Karmada's placement kept when someone else
+// changed the binding.
 func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row rebalance.Row, err error) {
 	row = h.m.row(h.t, h.b)
 	released := false
-	var changed *PlacementChanged
+	// The move's own bound, a little inside the ledger's deadline so that
+	// no other process recovers a move still running here.
+	moveCtx, cancel := context.WithTimeout(ctx, max(h.m.moveTimeout()-moveDeadlineMargin, time.Second))
+	defer cancel()
 	defer func() {
-		if released {
-			return
+		if !released {
+			h.stopped(ctx, moveCtx, &row, triggered)
 		}
-		undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
-		defer cancel()
-		cur, uerr := h.api.get(undoCtx, h.ns, h.name)
-		what := "the staged replicas were removed and the binding's scheduling resumed; nothing moved"
-		if changed != nil {
-			// Putting the original placement back would undo Karmada's
-			// decision too (an eviction from a failing cluster): only
-			// the suspension and the ledger are ours to take back.
-			what = "the binding was left as Karmada placed it, its scheduling resumed, and no trigger was written; run the command again once the clusters are healthy"
-			if uerr == nil {
-				_, uerr = letGo(undoCtx, h.api, cur)
-			}
-		} else if uerr == nil {
-			_, uerr = h.m.undo(undoCtx, h.api, cur)
-		}
-		if uerr != nil {
-			what = fmt.Sprintf("undoing it failed (%v): the binding stays suspended with annotation %s until the next run of this command puts it back", uerr, LedgerAnnotation)
-		}
-		row.Message = joinMessage(row.Message, "make-before-break move stopped before the release: "+what)
-		triggered(row)
 	}()
 
-	if err := h.stage(ctx, &row); err != nil {
+	if err := h.stage(moveCtx, &row); err != nil {
 		if errors.Is(err, ErrNoSuspension) {
 			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
-			_, uerr := h.m.undo(undoCtx, h.api, h.b)
+			_, _, uerr := h.m.recoverBinding(undoCtx, h.api, h.b)
 			cancel()
 			if uerr == nil {
 				released = true
 				return h.m.oneWrite(ctx, h.t, triggered, err.Error())
 			}
 		}
-		errors.As(err, &changed)
-		row.Message = h.stopMessage(ctx, err)
+		h.stopErr = err
 		return row, nil
 	}
 	defer h.unlock()
-	if err := h.lock(ctx); err != nil {
-		row.Message = h.stopMessage(ctx, err)
+	if err := h.lock(moveCtx); err != nil {
+		h.stopErr = err
 		return row, nil
 	}
-	if err := h.settle(ctx, &row); err != nil {
-		errors.As(err, &changed)
-		row.Message = h.stopMessage(ctx, err)
+	if err := h.settle(moveCtx, &row); err != nil {
+		h.stopErr = err
 		return row, nil
 	}
-	at, err := h.release(ctx)
+	at, err := h.release(moveCtx)
 	if err != nil {
-		errors.As(err, &changed)
-		row.Message = h.stopMessage(ctx, err)
+		h.stopErr = err
 		return row, nil
 	}
 	released = true
@@ -616,6 +662,43 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 	return row, nil
 }
 
+// moveDeadlineMargin is how much earlier than the ledger's deadline a move
+// gives up by itself: the deadline is server time, the bound local.
+const moveDeadlineMargin = 5 * time.Second
+
+// stopped recovers a move that ends before its release (see run) and says
+// on the row why it stopped and what was left.
+func (h *handover) stopped(ctx, moveCtx context.Context, row *rebalance.Row, triggered func(rebalance.Row)) {
+	undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
+	defer cancel()
+	why := h.stopMessage(ctx, moveCtx, h.stopErr)
+	cur, err := h.api.get(undoCtx, h.ns, h.name)
+	var d Decision
+	if err == nil {
+		cur, d, err = h.m.recoverBinding(undoCtx, h.api, cur)
+	}
+	var what string
+	switch {
+	case err != nil:
+		what = fmt.Sprintf("recovering it failed (%v): the binding stays suspended with annotation %s until its deadline; `kubectl rebalance recover` or the next run of this command recovers it", err, LedgerAnnotation)
+	case d.Action == ActionUndo:
+		what = "the staged replicas were removed and the binding's scheduling resumed; nothing moved"
+	case d.Reason == ReasonTookOver:
+		what = fmt.Sprintf("the new replicas had taken over, so the placement %s was kept and the binding's scheduling resumed; no trigger was written",
+			rebalance.FormatPlacement(cur.Spec.Clusters))
+		row.After = cur.Spec.Clusters
+		row.Staged = h.cover.clusters()
+	case d.Action == ActionLetGo:
+		what = "the binding was left as Karmada placed it, its scheduling resumed, and no trigger was written; run the command again once the clusters are healthy"
+	case d.Action == ActionWait:
+		what = "another process took the move over: " + d.Message
+	default:
+		what = "nothing of the move was left on the binding"
+	}
+	row.Message = joinMessage(why, "make-before-break move stopped before the release: "+what)
+	triggered(*row)
+}
+
 func (h *handover) undoTimeout() time.Duration {
 	if h.m.UndoTimeout > 0 {
 		return h.m.UndoTimeout
@@ -623,14 +706,18 @@ func (h *handover) undoTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-func (h *handover) stopMessage(ctx context.Context, err error) string {
+func (h *handover) stopMessage(ctx, moveCtx context.Context, err error) string {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return "the gained replicas were not ready before the deadline (--timeout; in waves --progress-deadline)"
 	case ctx.Err() != nil:
 		return "interrupted while the gained replicas were starting"
+	case moveCtx.Err() != nil:
+		return fmt.Sprintf("the move did not end within its own deadline (--move-timeout %s)", h.m.moveTimeout())
+	case err != nil:
+		return err.Error()
 	}
-	return err.Error()
+	return ""
 }
 
 // stage suspends the binding and stages the gained replicas, in steps when
@@ -671,33 +758,45 @@ func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
 func (h *handover) place(ctx context.Context, p placement, first bool) error {
 	staged := p.clusters()
 	written, err := writeGuarded(ctx, h.api, h.b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
+		l, _ := readLedger(b)
 		if first {
-			if l, _ := readLedger(b); b.Spec.SchedulingSuspended() && (h.held == nil || l == nil || !l.Hold) {
+			if b.Spec.SchedulingSuspended() && (h.held == nil || l == nil || l.CurrentPhase() != PhaseHeld || (l.Owner != "" && l.Owner != h.m.owner())) {
 				return nil, fmt.Errorf("scheduling of %s was suspended by someone else meanwhile", rebalance.BindingRef(h.t.Workload))
 			}
-			if now, ok := h.m.Clock.Now(); ok {
-				h.ledger.Started = metav1.NewTime(now)
+			// The plan was made from an earlier read: a write rebuilt
+			// after a conflict or a wait must not stage it over a
+			// workload scaled or placed anew meanwhile.
+			if b.Spec.Replicas != h.replicas || !toPlacement(b.Spec.Clusters).equal(h.original) {
+				return nil, errReplan
 			}
-			return stagePatch(b.ResourceVersion, h.ledger, staged)
+			h.ledger.Started = metav1.NewTime(h.m.now())
+		} else {
+			if l == nil || !b.Spec.SchedulingSuspended() {
+				return nil, fmt.Errorf("someone else lifted the suspension of %s during the move", rebalance.BindingRef(h.t.Workload))
+			}
+			if err := h.unchanged(b); err != nil {
+				return nil, err
+			}
 		}
-		if l, _ := readLedger(b); l == nil || !b.Spec.SchedulingSuspended() {
-			return nil, fmt.Errorf("someone else lifted the suspension of %s during the move", rebalance.BindingRef(h.t.Workload))
-		}
-		if err := h.unchanged(b); err != nil {
-			return nil, err
-		}
-		return placePatch(b.ResourceVersion, staged)
+		next := h.ledger
+		next.Staged = staged
+		return ledgerWrite(b, next)
 	})
 	if err != nil {
 		return err
 	}
 	h.b = written
+	h.ledger.Staged = staged
 	h.staged = toPlacement(written.Spec.Clusters)
 	if first && !written.Spec.SchedulingSuspended() {
 		return ErrNoSuspension
 	}
 	return nil
 }
+
+// errReplan is a binding whose replicas or placement changed between the
+// move's plan and its first write: the move plans again from a new read.
+var errReplan = errors.New("the workload changed while its move was planned")
 
 // ErrNoSuspension is a binding whose API has no spec.suspension.scheduling
 // (Karmada v1.12): the server dropped it from the first write.
@@ -750,7 +849,7 @@ func (h *handover) release(ctx context.Context) (metav1.Time, error) {
 			return nil, fmt.Errorf("no server time after the last schedule (%v)", err)
 		}
 		at = metav1.NewTime(now)
-		return releasePatch(b.ResourceVersion, l, at, h.target.clusters())
+		return releasePatch(b, at, h.target.clusters())
 	})
 	if err != nil {
 		return at, err
@@ -802,53 +901,34 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 	}
 }
 
-// PlacementChanged is a suspended binding whose spec.clusters someone else
-// rewrote during the move: Karmada's taint manager evicting a failing
-// cluster does, and so may a person or another controller. The move stops
-// without releasing its prediction onto what may be a failing cluster.
-type PlacementChanged struct {
-	Binding     string
-	Staged, Now []workv1alpha2.TargetCluster
-	EvictedFrom []string
+// Interrupted is a move stopped by someone else's change of its binding:
+// Karmada evicting from a failing cluster, a person or an autoscaler
+// changing the replicas, the suspension lifted, another process taking the
+// move over, the scheduler acting on the binding. Decision is what
+// recovery does with it (a let-go: never the move's own placement over
+// theirs).
+type Interrupted struct {
+	Binding  string
+	Decision Decision
 }
 
-func (e *PlacementChanged) Error() string {
-	msg := fmt.Sprintf("the placement of %s changed during the move (staged %s, now %s)", e.Binding,
-		rebalance.FormatPlacement(e.Staged), rebalance.FormatPlacement(e.Now))
-	if len(e.EvictedFrom) > 0 {
-		msg += fmt.Sprintf(": Karmada is evicting it from %s", strings.Join(e.EvictedFrom, ", "))
-	}
-	return msg
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("%s: %s", e.Binding, e.Decision.Message)
 }
 
-// unchanged returns a PlacementChanged when b's spec.clusters is no longer
-// what the move last staged.
+// unchanged returns an *Interrupted when b is no longer the binding this
+// move left (see Interrupted), nil while it is (Decide then only finds
+// the move's own progress).
 func (h *handover) unchanged(b *workv1alpha2.ResourceBinding) error {
-	if h.staged.replicas == nil || toPlacement(b.Spec.Clusters).equal(h.staged) {
+	if h.staged.replicas == nil {
 		return nil
 	}
-	e := &PlacementChanged{Binding: rebalance.BindingRef(h.t.Workload), Staged: h.staged.clusters(), Now: b.Spec.Clusters}
-	for _, task := range b.Spec.GracefulEvictionTasks {
-		if !slices.Contains(e.EvictedFrom, task.FromCluster) {
-			e.EvictedFrom = append(e.EvictedFrom, task.FromCluster)
-		}
+	d := decide(b, h.m.now(), h.m.owner())
+	switch d.Reason {
+	case ReasonHoldNotTaken, ReasonOnlyStaged, ReasonTookOver:
+		return nil
 	}
-	return e
-}
-
-// letGo lifts the move's suspension and drops its ledger, leaving
-// spec.clusters as it is now.
-func letGo(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) (*workv1alpha2.ResourceBinding, error) {
-	return writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
-		l, err := readLedger(b)
-		switch {
-		case err != nil:
-			return letGoPatch(b.ResourceVersion, nil)
-		case l == nil:
-			return nil, nil
-		}
-		return letGoPatch(b.ResourceVersion, l)
-	})
+	return &Interrupted{Binding: rebalance.BindingRef(h.t.Workload), Decision: d}
 }
 
 func (h *handover) summary() string {

@@ -167,7 +167,7 @@ func TestMoveKeepsReadyReplicas(t *testing.T) {
 	close(stop)
 	<-done
 	require.NoError(t, err)
-	assert.False(t, one.called, "moved make-before-break, not in one write")
+	assert.False(t, one.called, "moved make-before-break, not in one write: %+v", row)
 	assert.Equal(t, rebalance.OutcomeScheduled, row.Observation.Outcome, row.Message)
 	assert.Contains(t, row.Message, "made before break")
 	assert.GreaterOrEqual(t, sim.minReady, int32(3), "ready replicas never fell below the starting count")
@@ -233,7 +233,7 @@ func TestHeldMoveIsNotBypassedByATrigger(t *testing.T) {
 	close(stop)
 	<-done
 	require.NoError(t, err)
-	assert.False(t, one.called, "moved make-before-break, not in one write")
+	assert.False(t, one.called, "moved make-before-break, not in one write: %+v", row)
 	assert.Contains(t, row.Message, "made before break")
 	assert.GreaterOrEqual(t, sim.minReady, int32(3), "ready replicas never fell below the starting count")
 	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})

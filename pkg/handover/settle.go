@@ -53,6 +53,9 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 	if h.m.Recheck == nil || h.releaseDependent {
 		return nil
 	}
+	// From the settle write on, the clusters that lose replicas stop them:
+	// the ledger says so, and recovery never puts the old placement back.
+	h.ledger.Phase = PhaseSettling
 	for round := 0; round < maxSettleRounds; round++ {
 		if !h.staged.equal(h.target) {
 			if err := h.place(ctx, h.target, false); err != nil {

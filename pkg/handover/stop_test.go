@@ -1,0 +1,155 @@
+package handover
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	"github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+)
+
+var webTarget = rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
+
+// simulate runs the simulated members and scheduler until the test ends.
+func simulate(ctx context.Context, t *testing.T, client *fake.Clientset, sim *members) {
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				sim.step(ctx, t, client)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+func settlingMover(client *fake.Clientset, owner string) *Mover {
+	clock := rebalance.NewServerClock()
+	clock.Observe(time.Now())
+	predicted := func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+		return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+	}
+	return &Mover{Karmada: client, Clock: clock, Budget: DefaultBudget(), OneWrite: &noOneWrite{}, Predict: predicted,
+		Owner: owner, SettleTimeout: 5 * time.Second,
+		Recheck: func(ctx context.Context, _ rebalance.Target, _ *workv1alpha2.ResourceBinding) (Prediction, error) {
+			// The settle step's read never agrees: the move stays in its
+			// settle step until it is stopped.
+			return Prediction{Unsettled: "still counting pods being deleted", Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+		}}
+}
+
+func ledgerPhase(ctx context.Context, client *fake.Clientset) Phase {
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	l, err := ReadLedger(rb)
+	if err != nil || l == nil {
+		return ""
+	}
+	return l.CurrentPhase()
+}
+
+// TestInterruptedAfterTheSettleWriteKeepsTheNewReplicas: a move stopped
+// (Ctrl-C) once its settle write stopped the losing cluster's replicas
+// keeps the new placement and lifts its suspension; it never puts the old
+// placement back, which would stop the replicas that now serve.
+func TestInterruptedAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+	simulate(ctx, t, client, sim)
+	m := settlingMover(client, "host/1/self")
+	moveCtx, stop := context.WithCancel(ctx)
+	go func() {
+		for ctx.Err() == nil && ledgerPhase(ctx, client) != PhaseSettling {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // member2 stops its surplus
+		stop()
+	}()
+	row, err := m.Move(moveCtx, webTarget, func(rebalance.Row) {})
+	require.NoError(t, err)
+	assert.Contains(t, row.Message, "the new replicas had taken over")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+	assert.Equal(t, tc("member1", 1, "member2", 2), rb.Spec.Clusters, "the settled placement is kept")
+	time.Sleep(100 * time.Millisecond)
+	assert.GreaterOrEqual(t, sim.minReady, int32(3), "no ready replica was lost")
+}
+
+// TestASecondProcessWaitsForTheOwner: a move finds the binding moved by
+// another live process: it leaves it alone (no undo of the other's move)
+// and says so when its own context ends first.
+func TestASecondProcessWaitsForTheOwner(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+	simulate(ctx, t, client, sim)
+	first := settlingMover(client, "other-host/1/first")
+	firstCtx, stopFirst := context.WithCancel(ctx)
+	defer stopFirst()
+	go func() { _, _ = first.Move(firstCtx, webTarget, func(rebalance.Row) {}) }()
+	for ledgerPhase(ctx, client) == "" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	second := settlingMover(client, "other-host/2/second")
+	secondCtx, stopSecond := context.WithTimeout(ctx, time.Second)
+	defer stopSecond()
+	row, err := second.Move(secondCtx, webTarget, func(rebalance.Row) {})
+	require.NoError(t, err)
+	assert.Contains(t, row.Message, "is being moved by another process")
+	assert.Contains(t, row.Message, "other-host/1/first")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	l, err := ReadLedger(rb)
+	require.NoError(t, err)
+	require.NotNil(t, l, "the first move's ledger is still there")
+	assert.Equal(t, "other-host/1/first", l.Owner)
+}
+
+// TestScaledDuringTheMoveLetsGo: a change of spec.replicas mid-move (an
+// autoscaler, a person) stops the move; the binding is let go for Karmada
+// to place the new count, never staged over it.
+func TestScaledDuringTheMoveLetsGo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	m := settlingMover(client, "host/1/self")
+	m.Recheck = nil
+	go func() {
+		for ctx.Err() == nil && ledgerPhase(ctx, client) != PhaseStaging {
+			time.Sleep(10 * time.Millisecond)
+		}
+		rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+		if err == nil {
+			rb.Spec.Replicas = 5
+			_, _ = client.WorkV1alpha2().ResourceBindings("default").Update(ctx, rb, metav1.UpdateOptions{})
+		}
+	}()
+	row, err := m.Move(ctx, webTarget, func(rebalance.Row) {})
+	require.NoError(t, err)
+	assert.Empty(t, row.Result, "no trigger was written")
+	assert.Contains(t, row.Message, "scaled from 3 to 5")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+}
