@@ -34,17 +34,17 @@ const (
 
 // Reasons of a Decision, in CamelCase as Kubernetes reasons are.
 const (
-	ReasonNoLedger          = "NoLedger"
-	ReasonUnreadableLedger  = "UnreadableLedger"
-	ReasonBindingDeleting   = "BindingDeleting"
-	ReasonSuspensionLifted  = "SuspensionLifted"
-	ReasonReplicasChanged   = "ReplicasChanged"
-	ReasonPlacementChanged  = "PlacementChanged"
+	ReasonNoLedger           = "NoLedger"
+	ReasonUnreadableLedger   = "UnreadableLedger"
+	ReasonBindingDeleting    = "BindingDeleting"
+	ReasonSuspensionLifted   = "SuspensionLifted"
+	ReasonReplicasChanged    = "ReplicasChanged"
+	ReasonPlacementChanged   = "PlacementChanged"
 	ReasonScheduledMeanwhile = "ScheduledMeanwhile"
-	ReasonInFlight          = "InFlight"
-	ReasonHoldNotTaken      = "HoldNotTaken"
-	ReasonOnlyStaged        = "OnlyStaged"
-	ReasonTookOver          = "NewReplicasTookOver"
+	ReasonInFlight           = "InFlight"
+	ReasonHoldNotTaken       = "HoldNotTaken"
+	ReasonOnlyStaged         = "OnlyStaged"
+	ReasonTookOver           = "NewReplicasTookOver"
 )
 
 // Decision is what recovery does with one binding, and why.

@@ -129,7 +129,7 @@ func TestDecideStagingPastTheOriginal(t *testing.T) {
 func TestDecideOlderLedgers(t *testing.T) {
 	hold := &workv1alpha2.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{LedgerAnnotation: `{"original":[{"name":"member2","replicas":3}],"hold":true,"started":null}`}},
-		Spec: workv1alpha2.ResourceBindingSpec{Replicas: 3, Clusters: tc("member2", 3), Suspension: &workv1alpha2.Suspension{Scheduling: ptr.To(true)}},
+		Spec:       workv1alpha2.ResourceBindingSpec{Replicas: 3, Clusters: tc("member2", 3), Suspension: &workv1alpha2.Suspension{Scheduling: ptr.To(true)}},
 	}
 	assert.Equal(t, ActionUndo, Decide(hold, time.Now(), "me").Action)
 	move := hold.DeepCopy()

@@ -160,6 +160,12 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 	if row, done, err := m.firstLook(ctx, t, triggered); done {
 		return row, err
 	}
+	return m.move(ctx, t, triggered, 0)
+}
+
+// move reads t's binding, recovers what an earlier move left on it, plans
+// and runs the move; replans counts the plans made before.
+func (m *Mover) move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row), replans int) (rebalance.Row, error) {
 	api := bindings{client: m.Karmada}
 	name := rebalance.BindingNameFor(t.Workload)
 	ns := t.Workload.Namespace
@@ -215,8 +221,21 @@ func (m *Mover) Move(ctx context.Context, t rebalance.Target, triggered func(reb
 		}
 		return h.plainOneWrite(ctx, triggered)
 	}
-	return h.run(ctx, triggered)
+	row, err := h.run(ctx, triggered)
+	if errors.Is(err, errReplan) {
+		if replans >= maxReplans {
+			row.Message = fmt.Sprintf("%s kept changing (replicas or placement) while its move was planned; not moved, run the command again", rebalance.BindingRef(t.Workload))
+			triggered(row)
+			return row, nil
+		}
+		return m.move(ctx, t, triggered, replans+1)
+	}
+	return row, err
 }
+
+// maxReplans bounds how often a move plans again because its workload
+// changed between the plan and the first write.
+const maxReplans = 3
 
 // plainOneWrite moves h's workload in one write because the plan found
 // nothing to start first, and says on the row why (h.plain) in place of the
@@ -626,6 +645,11 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 	}()
 
 	if err := h.stage(moveCtx, &row); err != nil {
+		if errors.Is(err, errReplan) && h.steps == 0 {
+			// Nothing was written: the caller plans again.
+			released = true
+			return row, errReplan
+		}
 		if errors.Is(err, ErrNoSuspension) {
 			undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.undoTimeout())
 			_, _, uerr := h.m.recoverBinding(undoCtx, h.api, h.b)
