@@ -780,6 +780,7 @@ func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Deschedul
 	if err := o.print(result, true); err != nil {
 		return withExitCode(ExitError, err)
 	}
+	o.reportLeftovers(passCtx)
 	switch {
 	case result.Stopped && ctx.Err() == nil:
 		return withExitCode(ExitFailed, fmt.Errorf("--timeout %s ran out before every binding was written; the table shows what was done, run it again to finish", o.Timeout))
@@ -872,6 +873,7 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		Health:    health,
 		Logger:    log,
 		Retriable: daemonRetriable(ctx),
+		BeforePass: func(ctx context.Context) { o.sweepLeftovers(ctx, log) },
 		OnPass: func(result *deschedule.PassResult, err error) {
 			logPass(log, result, err)
 			if result != nil {

@@ -391,6 +391,9 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		Metrics:      metrics,
 		Events:       events,
 		Logger:       log,
+		Leftovers: func(ctx context.Context) {
+			sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.namespace, all: o.namespace == ""}, o.DryRun)
+		},
 	})
 	var le *daemon.LeaderElection
 	if o.LeaderElect {

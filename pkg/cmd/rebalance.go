@@ -212,6 +212,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdDeschedule(streams))
 	cmd.AddCommand(NewCmdFailback(streams))
 	cmd.AddCommand(NewCmdGet(streams))
+	cmd.AddCommand(NewCmdRecover(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
 	return cmd
 }

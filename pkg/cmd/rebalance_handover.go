@@ -24,6 +24,7 @@ import (
 type handoverOptions struct {
 	MaxSurge       string
 	MaxUnavailable string
+	MoveTimeout    time.Duration
 	budget         handover.Budget
 }
 
@@ -35,10 +36,15 @@ func (h *handoverOptions) addFlags(cmd *cobra.Command) {
 		"How many replicas above the workload's count may run while it moves (a number, or a percentage of its replicas, rounded up). The replicas a cluster gains start, and become ready, before another cluster loses any; a smaller surge moves in more steps.")
 	flags.StringVar(&h.MaxUnavailable, "max-unavailable", h.MaxUnavailable,
 		"How many of the replicas ready before a move may be unavailable during it (a number, or a percentage, rounded down). 0 keeps them all; 100% moves in one write, as a bare trigger does, and Karmada scales the losing clusters down at once.")
+	flags.DurationVar(&h.MoveTimeout, "move-timeout", handover.DefaultMoveTimeout,
+		"How long one make-before-break move may hold its binding, from its first write to its release, whatever --timeout says. The binding records it as the move's deadline: past it, `kubectl rebalance recover` and the deschedule and failback daemons recover a move whose process is gone.")
 }
 
 // validate parses the flags into a budget.
 func (h *handoverOptions) validate() error {
+	if h.MoveTimeout < 10*time.Second {
+		return fmt.Errorf("--move-timeout must be at least 10s, got %s", h.MoveTimeout)
+	}
 	h.budget = handover.Budget{MaxSurge: intstr.Parse(h.MaxSurge), MaxUnavailable: intstr.Parse(h.MaxUnavailable)}
 	return h.budget.Validate()
 }
@@ -102,15 +108,16 @@ func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Ta
 	}
 	predictor, shared := o.predictor(targets)
 	return &handover.Mover{
-		Karmada:   engine.Karmada,
-		Clock:     engine.Clock,
-		Predict:   predictor,
-		Shared:    shared,
-		Recheck:   o.recheckPredictor(targets),
-		Serial:    make(chan struct{}, 1),
-		Budget:    s.handover.budget,
-		OneWrite:  oneWrite,
-		WaitReady: s.waitReady,
+		Karmada:     engine.Karmada,
+		Clock:       engine.Clock,
+		Predict:     predictor,
+		Shared:      shared,
+		Recheck:     o.recheckPredictor(targets),
+		Serial:      make(chan struct{}, 1),
+		Budget:      s.handover.budget,
+		MoveTimeout: s.handover.MoveTimeout,
+		OneWrite:    oneWrite,
+		WaitReady:   s.waitReady,
 	}
 }
 

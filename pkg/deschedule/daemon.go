@@ -36,6 +36,10 @@ type DaemonOptions struct {
 	Logger *slog.Logger
 	// OnPass is called after every pass with its result or error.
 	OnPass func(*PassResult, error)
+	// BeforePass, when set, runs before every pass, while the daemon leads:
+	// the plugin's daemons recover there what interrupted make-before-break
+	// moves left suspended (package handover).
+	BeforePass func(ctx context.Context)
 	// Retriable accepts the errors of the start-up check that a later
 	// attempt may not meet (a 500, an apiserver restarting, a request timing
 	// out): the check is then retried until it passes or ctx ends, so that
@@ -94,6 +98,9 @@ func (d *Descheduler) checkAccess(ctx context.Context, opts DaemonOptions) error
 // ends.
 func (d *Descheduler) loop(ctx context.Context, opts DaemonOptions) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if opts.BeforePass != nil {
+			opts.BeforePass(ctx)
+		}
 		result, err := d.Pass(ctx)
 		if result != nil {
 			// A stopped pass is still a pass: report what it did.

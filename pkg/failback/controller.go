@@ -99,6 +99,10 @@ type EventWriter interface {
 
 // Options configure a Controller.
 type Options struct {
+	// Leftovers, when set, runs while the daemon leads, at once and then
+	// every sweep interval: the plugin recovers there what interrupted
+	// make-before-break moves left suspended (package handover).
+	Leftovers func(ctx context.Context)
 	// Window is the stabilization window: how long a recovered cluster
 	// must stay Ready and untainted before its failback.
 	Window time.Duration
@@ -576,6 +580,9 @@ func (c *Controller) lead(ctx context.Context) {
 	ticker := time.NewTicker(sweepInterval)
 	defer ticker.Stop()
 	for {
+		if c.opts.Leftovers != nil {
+			c.opts.Leftovers(ctx)
+		}
 		if !c.opts.DryRun {
 			if deleted, err := c.ledger.Sweep(ctx); err != nil && ctx.Err() == nil {
 				c.log.Warn("cannot delete failback records past their ttl", "err", err)

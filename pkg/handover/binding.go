@@ -20,6 +20,8 @@ import (
 // since both share metadata, spec and status.
 type bindings struct {
 	client karmadaclient.Interface
+	// dryRun sends every write as a server-side dry run.
+	dryRun bool
 }
 
 func asResourceBinding(crb *workv1alpha2.ClusterResourceBinding) *workv1alpha2.ResourceBinding {
@@ -60,14 +62,18 @@ func (c bindings) get(ctx context.Context, namespace, name string) (*workv1alpha
 }
 
 func (c bindings) patch(ctx context.Context, namespace, name string, body []byte) (*workv1alpha2.ResourceBinding, error) {
+	opts := metav1.PatchOptions{}
+	if c.dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
 	if namespace == "" {
-		crb, err := c.client.WorkV1alpha2().ClusterResourceBindings().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+		crb, err := c.client.WorkV1alpha2().ClusterResourceBindings().Patch(ctx, name, types.JSONPatchType, body, opts)
 		if err != nil {
 			return nil, err
 		}
 		return asResourceBinding(crb), nil
 	}
-	return c.client.WorkV1alpha2().ResourceBindings(namespace).Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+	return c.client.WorkV1alpha2().ResourceBindings(namespace).Patch(ctx, name, types.JSONPatchType, body, opts)
 }
 
 func (c bindings) watch(ctx context.Context, namespace, name, resourceVersion string) (watch.Interface, error) {

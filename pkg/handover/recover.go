@@ -101,6 +101,8 @@ type Recoverer struct {
 	// Owner is the caller's owner name: its own ledgers are never waited
 	// for. Empty means DefaultOwner().
 	Owner string
+	// DryRun sends the writes as server-side dry runs.
+	DryRun bool
 }
 
 // Leftover is a binding that carries a move's ledger, with what recovery
@@ -114,6 +116,35 @@ type Leftover struct {
 	Age time.Duration
 	// Binding is the binding as read.
 	Binding *workv1alpha2.ResourceBinding
+	// Recovered is set by Sweep when it carried Decision out; Err when
+	// that failed.
+	Recovered bool
+	Err       error
+}
+
+// String says in one line what a leftover is and what was done with it.
+func (lo Leftover) String() string {
+	ref := lo.Name
+	if lo.Namespace != "" {
+		ref = lo.Namespace + "/" + lo.Name
+	}
+	what := fmt.Sprintf("binding %s held by an unfinished make-before-break move (phase %s", ref, lo.Decision.Phase)
+	if lo.Ledger != nil && lo.Ledger.Owner != "" {
+		what += ", owner " + lo.Ledger.Owner
+	}
+	if lo.Age > 0 {
+		what += ", started " + lo.Age.Round(time.Second).String() + " ago"
+	}
+	what += ")"
+	switch {
+	case lo.Err != nil:
+		return fmt.Sprintf("%s: recovering it failed: %v", what, lo.Err)
+	case lo.Recovered && lo.Decision.Action == ActionUndo:
+		return fmt.Sprintf("%s: undone (%s): %s", what, lo.Decision.Reason, lo.Decision.Message)
+	case lo.Recovered:
+		return fmt.Sprintf("%s: let go (%s): %s", what, lo.Decision.Reason, lo.Decision.Message)
+	}
+	return fmt.Sprintf("%s: %s (%s)", what, strings.ToLower(string(lo.Decision.Action)), lo.Decision.Message)
 }
 
 func (r *Recoverer) now() time.Time {
@@ -192,7 +223,7 @@ func (r *Recoverer) leftover(b *workv1alpha2.ResourceBinding, now time.Time) Lef
 // then: an undo or a let-go, each one guarded write; a binding another
 // live process moves is left alone. It returns the decision carried out.
 func (r *Recoverer) Recover(ctx context.Context, namespace, name string) (Decision, error) {
-	api := bindings{client: r.Karmada}
+	api := bindings{client: r.Karmada, dryRun: r.DryRun}
 	b, err := api.get(ctx, namespace, name)
 	if err != nil {
 		return Decision{}, err
@@ -234,4 +265,27 @@ func (m *Mover) recoverBinding(ctx context.Context, api bindings, b *workv1alpha
 		m.wrote(out)
 	}
 	return out, d, err
+}
+
+// Sweep finds the leftovers in scope (Find) and recovers those Decide says
+// to undo or let go: past their deadline, owned by a process that is gone,
+// or changed under their move. It returns every leftover with the decision
+// carried out (or why it failed in Err). The daemons call it on every pass.
+func (r *Recoverer) Sweep(ctx context.Context, namespace string, all bool) ([]Leftover, error) {
+	found, err := r.Find(ctx, namespace, all)
+	if err != nil {
+		return nil, err
+	}
+	for i, lo := range found {
+		if lo.Decision.Action != ActionUndo && lo.Decision.Action != ActionLetGo {
+			continue
+		}
+		d, err := r.Recover(ctx, lo.Namespace, lo.Name)
+		if err != nil {
+			found[i].Err = err
+			continue
+		}
+		found[i].Decision, found[i].Recovered = d, d.Action == ActionUndo || d.Action == ActionLetGo
+	}
+	return found, nil
 }

@@ -180,6 +180,12 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 	if status.LastScheduledTime != nil {
 		at = metav1.NewTime(status.LastScheduledTime.Add(time.Second))
 	}
+	if _, held := b.Annotations[rebalance.HandoverAnnotation]; held && spec.SchedulingSuspended() {
+		// Not a suspension of the user's: a move of this plugin that has
+		// not ended, or whose process died.
+		return p.verdict(CannotChange, ReasonHeldByMove, fmt.Sprintf("%s is held by an unfinished make-before-break move of kubectl rebalance (annotation %s); "+
+			"`kubectl rebalance recover` shows its phase, owner and deadline, and recovers it once no process is moving it", rebalance.BindingRef(w), rebalance.HandoverAnnotation))
+	}
 	if obs := rebalance.PreTriggerCheck(b.Labels, *spec, *status, at); obs.Outcome != rebalance.OutcomeNone {
 		return p.verdict(CannotChange, obs.Reason, obs.Message)
 	}

@@ -93,6 +93,9 @@ func TestPredictSingle(t *testing.T) {
 	}
 	suspended := binding("s", dynamic, 3, tc("member2", 3))
 	suspended.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+	held := binding("h", dynamic, 3, tc("member2", 3))
+	held.Spec.Suspension = &workv1alpha2.Suspension{Scheduling: ptr.To(true)}
+	held.Annotations = map[string]string{rebalance.HandoverAnnotation: `{"phase":"Held"}`}
 	foreign := binding("f", dynamic, 3, tc("member2", 3))
 	foreign.Spec.SchedulerName = "other"
 	noPolicy := binding("n", dynamic, 3, tc("member2", 3))
@@ -124,6 +127,8 @@ func TestPredictSingle(t *testing.T) {
 			verdict: CannotFit, reason: ReasonUnschedulable, predicted: map[string]int32{"member2": 1}},
 		{name: "suspended", clusters: three(), binding: suspended,
 			verdict: CannotChange, reason: rebalance.ReasonSchedulingSuspended, predicted: map[string]int32{"member2": 3}},
+		{name: "held by an unfinished move", clusters: three(), binding: held,
+			verdict: CannotChange, reason: ReasonHeldByMove, predicted: map[string]int32{"member2": 3}},
 		{name: "foreign scheduler", clusters: three(), binding: foreign,
 			verdict: CannotChange, reason: rebalance.ReasonForeignScheduler, predicted: map[string]int32{"member2": 3}},
 		{name: "dependency only", clusters: three(), binding: noPolicy,

@@ -40,10 +40,13 @@ var Verdicts = []Verdict{WouldMove, Unchanged, CannotFit, CannotPredict, CannotC
 // (SchedulingSuspended, ForeignScheduler, NoPolicy, NotScheduledYet) and of
 // rebalance.UnchangeableReason (Duplicated, StaticWeight, NonWorkload).
 const (
-	ReasonFreshReschedule    = "FreshReschedule"
-	ReasonBindingNotFound    = "BindingNotFound"
-	ReasonBindingMismatch    = "BindingMismatch"
-	ReasonBindingDeleting    = "BindingDeleting"
+	ReasonFreshReschedule = "FreshReschedule"
+	ReasonBindingNotFound = "BindingNotFound"
+	ReasonBindingMismatch = "BindingMismatch"
+	ReasonBindingDeleting = "BindingDeleting"
+	// ReasonHeldByMove: a make-before-break move of this plugin holds the
+	// binding's scheduling (kubectl rebalance recover).
+	ReasonHeldByMove         = "HeldByMove"
 	ReasonSchedulerEstimator = "SchedulerEstimator"
 	ReasonClusterNotReady    = "ClusterNotReady"
 	ReasonNoResourceSummary  = "NoResourceSummary"
