@@ -317,6 +317,9 @@ func (m *Mover) Hold(ctx context.Context, t rebalance.Target) (bool, error) {
 	case err != nil:
 		return false, err
 	}
+	if err := m.waitObserved(ctx, api, b); err != nil {
+		return false, err
+	}
 	held := false
 	written, err := writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
 		if held = m.holds(b); !held {
@@ -383,6 +386,34 @@ func (m *Mover) now() time.Time {
 		}
 	}
 	return time.Now()
+}
+
+// observedWait bounds how long a move waits for the scheduler to observe
+// its binding's generation before its first write.
+const observedWait = 30 * time.Second
+
+// waitObserved waits until karmada-scheduler has observed b's generation:
+// a binding it has not looked at yet may sit in its queue, and it checks
+// a binding's suspension when it queues it, not when it schedules it, so
+// a suspension written meanwhile would not stop it. (The ledger's
+// LastScheduled catches a schedule that slips through anyway: Decide lets
+// such a binding go.) Past observedWait the move goes on.
+func (m *Mover) waitObserved(ctx context.Context, api bindings, b *workv1alpha2.ResourceBinding) error {
+	if b.Status.SchedulerObservedGeneration >= b.Generation {
+		return nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, observedWait)
+	defer cancel()
+	_, err := api.follow(waitCtx, b.Namespace, b.Name, func(b *workv1alpha2.ResourceBinding) bool {
+		return b.Status.SchedulerObservedGeneration >= b.Generation
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil && waitCtx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // holds reports whether Hold suspends b: a binding the scheduler has
@@ -748,6 +779,11 @@ func (h *handover) stopMessage(ctx, moveCtx context.Context, err error) string {
 // the surge budget is smaller than the gain; every step waits until the
 // ready replicas that stay are at least the floor.
 func (h *handover) stage(ctx context.Context, row *rebalance.Row) error {
+	if h.held == nil {
+		if err := h.m.waitObserved(ctx, h.api, h.b); err != nil {
+			return err
+		}
+	}
 	cur := h.original
 	first := true
 	for {

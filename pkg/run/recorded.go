@@ -145,7 +145,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
 		plan.grow = engine.Ordered(rec.Planned)
 	}
-	hold := holdRecorded(mover, plan, known)
+	hold := holdRecorded(mover, plan, known, req.Workers)
 	// Workloads an existing record lists whose bindings an earlier run left
 	// suspended (found once the record is read, see findLeftovers).
 	var left *leftovers

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -44,11 +45,13 @@ type heldTargets struct {
 	mover   holder
 	targets []rebalance.Target
 	held    []rebalance.Target
+	// workers bounds the holds taken or lifted at once.
+	workers int
 }
 
 // holdRecorded returns the holds of plan's record, nil when the run's
 // mover cannot hold.
-func holdRecorded(mover waves.Mover, plan *recordPlan, known map[rebalance.Workload]rebalance.Target) *heldTargets {
+func holdRecorded(mover waves.Mover, plan *recordPlan, known map[rebalance.Workload]rebalance.Target, workers int) *heldTargets {
 	h, ok := mover.(holder)
 	if !ok {
 		return nil
@@ -57,40 +60,60 @@ func holdRecorded(mover waves.Mover, plan *recordPlan, known map[rebalance.Workl
 	if len(plan.grow) > 0 {
 		ws = plan.grow[:1]
 	}
-	return &heldTargets{mover: h, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, known)), known)}
+	return &heldTargets{mover: h, workers: workers, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, known)), known)}
 }
 
-// take holds the bindings; one that is not held (missing, suspended by
-// someone else, nothing to keep) is left to its move.
+// take holds the bindings, up to h.workers at a time (the run's rate limit
+// paces the writes); one that is not held (missing, suspended by someone
+// else, nothing to keep) is left to its move. On an error, the holds taken
+// are kept in held for lift.
 func (h *heldTargets) take(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
-	for _, t := range h.targets {
-		held, err := h.mover.Hold(ctx, t)
-		if err != nil {
+	took := make([]bool, len(h.targets))
+	var g errgroup.Group
+	g.SetLimit(rebalance.WorkersOr(h.workers))
+	for i, t := range h.targets {
+		g.Go(func() error {
+			held, err := h.mover.Hold(ctx, t)
+			took[i] = held
 			return err
-		}
-		if held {
+		})
+	}
+	err := g.Wait()
+	for i, t := range h.targets {
+		if took[i] {
 			h.held = append(h.held, t)
 		}
 	}
-	return nil
+	return err
 }
 
-// lift lifts the holds no move took over, and tells notice of one it
-// could not lift: the next run's move of that workload carries on from it.
+// lift lifts the holds no move took over, up to h.workers at a time, and
+// tells notice of one it could not lift: it stays held until its deadline,
+// when the daemons, kubectl rebalance recover or the next run of the same
+// workload lift it.
 func (h *heldTargets) lift(ctx context.Context, notice func(string)) {
 	if h == nil || len(h.held) == 0 {
 		return
 	}
 	liftCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(rebalance.WorkersOr(h.workers))
 	for _, t := range h.held {
-		if err := h.mover.Unhold(liftCtx, t); err != nil {
-			notice(fmt.Sprintf("warning: %s stays suspended ahead of its move (%v); running the same command again moves it", rebalance.BindingRef(t.Workload), err))
-		}
+		g.Go(func() error {
+			if err := h.mover.Unhold(liftCtx, t); err != nil {
+				mu.Lock()
+				notice(fmt.Sprintf("warning: %s stays suspended ahead of its move (%v); `kubectl rebalance recover` or running the same command again lifts it", rebalance.BindingRef(t.Workload), err))
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 }
 
 // recordMoves is the mover of one pass of a recorded run: the workloads
