@@ -278,3 +278,80 @@ func TestStaleJSONPatchIsAConflict(t *testing.T) {
 	assert.True(t, apierrors.IsConflict(err), "a stale JSON patch is a Conflict: %v", err)
 	assert.NotContains(t, binding(ctx, t, c, ns, name).Annotations, "example.com/stale")
 }
+
+// TestScaledMidMoveLetsKarmadaPlace: the workload is scaled from 3 to 5
+// while its move stages; the move must not release its prediction for 3
+// over it: it lets go (no trigger), Karmada places the 5, and no ready
+// replica is lost on the way.
+func TestScaledMidMoveLetsKarmadaPlace(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns, name = "handover-scaled", "app"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	seedWorkload(ctx, t, c, ns, name)
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	bin := buildPlugin(ctx, t)
+	w := watchReady(t, cp, twoMembers, ns, name)
+	command, out := startMove(ctx, t, cp, c, bin, ns, name)
+	patch := []byte(`{"spec":{"replicas":5}}`)
+	_, err := c.Kube.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- command.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the move did not end within 3 minutes of the scale; output:\n%s", out.String())
+	}
+	t.Logf("exit %d:\n%s", command.ProcessState.ExitCode(), out.String())
+	assert.Contains(t, out.String(), "scaled from 3 to 5")
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		rb := binding(ctx, t, c, ns, name)
+		var sum int32
+		for _, tc := range rb.Spec.Clusters {
+			sum += tc.Replicas
+		}
+		_, ledger := rb.Annotations[handover.LedgerAnnotation]
+		return sum == 5 && !ledger && !rb.Spec.SchedulingSuspended(), nil
+	})
+	require.NoError(t, err, "Karmada did not place the 5 replicas")
+	waitReadySum(ctx, t, cp, ns, name, 5, twoMembers)
+	w.Close()
+	lo, _ := w.Range()
+	t.Logf("FIGURES scaled mid-move: ready replicas never below %d", lo)
+	assert.GreaterOrEqual(t, lo, int32(3), "the scale mid-move cost no ready replica")
+}
+
+// TestTwoProcessesOnOneWorkload: a second kubectl rebalance of a workload
+// another process is moving waits for that move instead of undoing it;
+// the first move completes make-before-break, and no ready replica is
+// lost.
+func TestTwoProcessesOnOneWorkload(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns, name = "handover-two", "app"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	seedWorkload(ctx, t, c, ns, name)
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	bin := buildPlugin(ctx, t)
+	w := watchReady(t, cp, twoMembers, ns, name)
+	first, out := startMove(ctx, t, cp, c, bin, ns, name)
+	second := fixtures.RunPlugin(t, cp.Kubeconfig, "deployment/"+name, "-n", ns, "-o", "wide")
+	require.NoError(t, first.Wait(), "the first move ends well; output:\n%s", out.String())
+	t.Logf("first:\n%s", out.String())
+	assert.Contains(t, out.String(), "made before break", "the first move was not undone by the second")
+	assert.NotContains(t, out.String(), "stopped before the release")
+	assert.Equal(t, 0, second.Code, second.Stderr)
+	rb := binding(ctx, t, c, ns, name)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, handover.LedgerAnnotation)
+	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
+	w.Close()
+	lo, _ := w.Range()
+	t.Logf("FIGURES two processes on one workload: ready replicas never below %d", lo)
+	assert.GreaterOrEqual(t, lo, int32(3))
+}
