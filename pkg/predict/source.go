@@ -318,7 +318,7 @@ func (s Source) clusterBindings(ctx context.Context, collect func(*workv1alpha2.
 
 // slim keeps of a listed binding what a prediction reads, so that a fleet's
 // bindings are held without their managed fields, annotations (the applied
-// placement among them), labels other than the policy's and the members'
+// placement among them; a move's ledger is kept), labels other than the policy's and the members'
 // aggregated status, with one copy of each distinct placement and of each
 // distinct set of replica requirements, and without the rest of the page
 // they came in.
@@ -326,10 +326,16 @@ func slim(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
 	spec := b.Spec
 	spec.Placement = rebalance.SharedPlacement(spec.Placement)
 	spec.ReplicaRequirements = rebalance.SharedReplicaRequirements(spec.ReplicaRequirements)
+	var annotations map[string]string
+	if ledger, ok := b.Annotations[rebalance.HandoverAnnotation]; ok {
+		// A move's ledger tells its hold from a user's suspension (HeldByMove).
+		annotations = map[string]string{rebalance.HandoverAnnotation: ledger}
+	}
 	return &workv1alpha2.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: b.Namespace, Name: b.Name, UID: b.UID, ResourceVersion: b.ResourceVersion, Generation: b.Generation,
 			Labels: rebalance.PolicyLabels(b.Labels), OwnerReferences: b.OwnerReferences, DeletionTimestamp: b.DeletionTimestamp,
+			Annotations: annotations,
 		},
 		Spec: spec,
 		Status: workv1alpha2.ResourceBindingStatus{

@@ -127,6 +127,9 @@ func TestKilledMoveThenSourceFailsRecoveredByTheDescheduler(t *testing.T) {
 	c := fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "handover-recover-daemon", "app"
 	killedWhileStaged(ctx, t, cp, c, ns, name)
+	// The source fails before the daemon starts: its first pass finds a
+	// binding Karmada changed under the killed move.
+	failSource(ctx, t, c, ns, name)
 
 	bin := buildPlugin(ctx, t)
 	const interval = 20 * time.Second
@@ -134,18 +137,17 @@ func TestKilledMoveThenSourceFailsRecoveredByTheDescheduler(t *testing.T) {
 		"--leader-elect=false", "--force", "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	var out lockedBuffer
 	daemon.Stdout, daemon.Stderr = &out, &out
+	started := time.Now()
 	require.NoError(t, daemon.Start())
 	t.Cleanup(func() {
 		_ = daemon.Process.Signal(syscall.SIGTERM)
 		_, _ = daemon.Process.Wait()
 		t.Logf("deschedule daemon:\n%s", out.String())
 	})
-
-	failSource(ctx, t, c, ns, name)
-	evicted := time.Now()
 	failedOverTo(ctx, t, c, ns, name, interval+time.Minute)
-	t.Logf("FIGURES killed move, source failed: binding recovered and failed over %s after the eviction (daemon interval %s)", time.Since(evicted).Round(time.Second), interval)
+	t.Logf("FIGURES killed move, source failed: failed over %s after the deschedule daemon started (interval %s)", time.Since(started).Round(time.Second), interval)
 	assert.Contains(t, out.String(), "recovered a binding left suspended by an interrupted move")
+	assert.Contains(t, out.String(), handover.ReasonPlacementChanged)
 }
 
 // TestCtrlCAfterTheSettleWriteKeepsTheNewReplicas: Ctrl-C once the move
