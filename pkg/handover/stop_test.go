@@ -153,3 +153,27 @@ func TestScaledDuringTheMoveLetsGo(t *testing.T) {
 	assert.False(t, rb.Spec.SchedulingSuspended())
 	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
 }
+
+// TestKindWithoutReadyCountMovesInOneWrite: a workload whose member status
+// reports no ready count cannot be moved make-before-break (nothing tells
+// when its new replicas are ready): it moves in one write, and the row
+// says why instead of claiming a make-before-break move.
+func TestKindWithoutReadyCountMovesInOneWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b := seedBinding()
+	b.Spec.Resource = workv1alpha2.ObjectReference{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default", Name: "web"}
+	b.Name = rebalance.BindingNameFor(rebalance.Workload{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default", Name: "web"})
+	b.Status.AggregatedStatus[0].Status.Raw = []byte(`{"phase":"Running"}`)
+	client := fake.NewSimpleClientset(b)
+	one := &noOneWrite{}
+	m := settlingMover(client, "host/1/self")
+	m.OneWrite = one
+	row, err := m.Move(ctx, rebalance.Target{Workload: rebalance.Workload{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default", Name: "web"}}, func(rebalance.Row) {})
+	require.NoError(t, err)
+	assert.True(t, one.called, "moved in one write")
+	assert.Contains(t, row.Message, "reports no ready replica count")
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, b.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended(), "never suspended")
+}
