@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
@@ -246,7 +247,26 @@ func (o *targetOptions) inputError(err error) error {
 
 // kubeconfigError rewrites a problem with the kubeconfig itself.
 func (o *targetOptions) kubeconfigError(err error) error {
-	return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+	return kubeconfigError(o.ConfigFlags, err)
+}
+
+// kubeconfigError rewrites a problem with the kubeconfig itself, the same
+// way in every command. --cluster is kubectl's flag for a cluster entry of
+// the kubeconfig; given a member cluster's name (meaning -C/--clusters), it
+// gets a hint.
+func kubeconfigError(cf *genericclioptions.ConfigFlags, err error) error {
+	msg := fmt.Sprintf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+	if cf == nil || cf.ClusterName == nil || *cf.ClusterName == "" {
+		return errors.New(msg)
+	}
+	name := *cf.ClusterName
+	if raw, rerr := cf.ToRawKubeConfigLoader().RawConfig(); rerr == nil {
+		if _, ok := raw.Clusters[name]; ok {
+			return errors.New(msg)
+		}
+	}
+	return fmt.Errorf("%s; --cluster %s names a cluster entry of the kubeconfig, and it has none of that name: to choose Karmada member clusters, use -C/--clusters %s (e.g. kubectl rebalance deployments --all -C %s)",
+		msg, name, name, name)
 }
 
 // explainMissingBinding tells why a workload has no binding: either the

@@ -224,7 +224,7 @@ func TestErrorCatalogue(t *testing.T) {
 		{name: "go-template without a template", args: []string{"deploy/web", "-o", "go-template"}, code: ExitError,
 			want: []string{"-o go-template needs a template", "-o go-template='{{.metadata.name}}'", "--template"}},
 		{name: "jsonpath without a template", args: []string{"deploy/web", "-o", "jsonpath"}, code: ExitError, want: []string{"-o jsonpath needs a template", "-o jsonpath='{.metadata.name}'"}},
-		{name: "unknown output", args: []string{"deploy/web", "-o", "xml"}, code: ExitError, want: []string{`invalid --output "xml": use one of wide, json, yaml`}},
+		{name: "unknown output", args: []string{"deploy/web", "-o", "xml"}, code: ExitError, want: []string{`invalid --output "xml": use one of wide, report-json, report-yaml, json, yaml`}},
 		// Deadlines and Ctrl-C.
 		{name: "timeout bounds discovery", setup: func(s *fakeServer) { s.on("GET /api", s.expiring(1, hang)) }, args: []string{"deploy/web", "--timeout=1s"},
 			code: ExitPending, namesServer: true, want: []string{"--timeout 1s ran out before any binding was read", "the discovery request GET /api", "nothing was written"}},
