@@ -653,7 +653,7 @@ func (o *DescheduleOptions) checkKarmadaDescheduler(ctx context.Context, leases 
 	var found *deschedule.ForeignLeader
 	err := daemon.RetryStartup(ctx, o.logger, "reading karmada-descheduler's lease", daemonRetriable(ctx), func() (err error) {
 		found, err = deschedule.FindForeignLeader(ctx, leases, o.LeaderElectNamespace, deschedule.DefaultLeaseName, serverNow)
-		return err
+		return o.endpoint().explainKeep(err)
 	})
 	if err != nil || found == nil {
 		return err
@@ -788,6 +788,10 @@ func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Deschedul
 
 // passError explains why the bindings could not be listed.
 func (o *DescheduleOptions) passError(err error) error {
+	var explained *explainedError
+	if errors.As(err, &explained) {
+		return err
+	}
 	// The engine says which bindings it listed; the cause is the API's answer.
 	cause := err
 	if inner := errors.Unwrap(err); inner != nil {
@@ -797,24 +801,19 @@ func (o *DescheduleOptions) passError(err error) error {
 		return fmt.Errorf("the cluster behind context %q (%s) is not a Karmada control plane: Karmada is not installed there (resourcebindings.work.karmada.io is not served); "+
 			"point --kubeconfig or --karmada-context at the Karmada apiserver", o.contextName(), o.restConfig.Host)
 	}
-	explained := endpoint{context: o.contextName(), server: o.restConfig.Host, guard: o.guard}.explain(cause)
-	if explained == cause {
-		return err
+	if e := o.endpoint().explain(cause); e != cause {
+		return e
 	}
-	return explained
+	return err
+}
+
+// endpoint names the daemon's API server for the error catalogue.
+func (o *DescheduleOptions) endpoint() endpoint {
+	return endpoint{context: o.contextName(), server: o.restConfig.Host, guard: o.guard}
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *DescheduleOptions) contextName() string {
-	if name := *o.ConfigFlags.Context; name != "" {
-		return name
-	}
-	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil || raw.CurrentContext == "" {
-		return "<none>"
-	}
-	return raw.CurrentContext
-}
+func (o *DescheduleOptions) contextName() string { return contextName(o.ConfigFlags) }
 
 // print writes a pass in the chosen format to stdout and its summary to
 // stderr. A daemon prints a pass only when an output format was chosen.
@@ -867,8 +866,9 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 		Health:    health,
 		Logger:    log,
 		Retriable: daemonRetriable(ctx),
+		Explain:   o.endpoint().explainKeep,
 		OnPass: func(result *deschedule.PassResult, err error) {
-			logPass(log, result, err)
+			logPass(log, result, o.endpoint().explainKeep(err))
 			if result != nil {
 				if err := o.print(result, false); err != nil {
 					log.Error("cannot print the pass", "err", err)

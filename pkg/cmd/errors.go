@@ -94,6 +94,36 @@ func (e endpoint) explain(err error) error {
 	return err
 }
 
+// explainedError is an error of the catalogue that keeps the error it
+// explains, so that what retries a passing fault (daemonRetriable) still
+// recognises the cause.
+type explainedError struct {
+	msg   string
+	cause error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.cause }
+
+// explainKeep words err as explain does and keeps it as the cause: the
+// daemons log and return their server errors through it, so that the same
+// problem reads the same in every command (a refused connection is never
+// put down to permissions).
+func (e endpoint) explainKeep(err error) error {
+	if err == nil {
+		return nil
+	}
+	var done *explainedError
+	if errors.As(err, &done) {
+		return err
+	}
+	explained := e.explain(err)
+	if explained == err {
+		return err
+	}
+	return &explainedError{msg: explained.Error(), cause: err}
+}
+
 // statusAdvice says what to do about an HTTP error code.
 func statusAdvice(code int, failed *failedRequest) string {
 	switch {

@@ -405,6 +405,8 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		Metrics:      metrics,
 		Events:       events,
 		Logger:       log,
+		Explain:      o.endpoint().explainKeep,
+		Retriable:    daemonRetriable(ctx),
 	})
 	var le *daemon.LeaderElection
 	if o.LeaderElect {
@@ -425,10 +427,20 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	stopServing()
 	waitServers()
 	if runErr != nil {
+		var explained *explainedError
+		if errors.As(runErr, &explained) {
+			// The catalogue's words name the server and the context.
+			return withExitCode(ExitError, runErr)
+		}
 		return withExitCode(ExitError, fmt.Errorf("%w (Karmada apiserver %s)", runErr, o.restConfig.Host))
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// endpoint names the daemon's API server for the error catalogue.
+func (o *FailbackOptions) endpoint() endpoint {
+	return endpoint{context: contextName(o.configFlags), server: o.restConfig.Host, guard: o.guard}
 }
 
 // ttlSeconds is --ttl as spec.ttlSecondsAfterFinished (Validate made sure

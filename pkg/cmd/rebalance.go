@@ -46,6 +46,8 @@ var (
 		it then waits until the scheduler has answered every trigger and shows
 		the placement before and after.
 
+		Without arguments, the command prints this help.
+
 		Workloads are named as for kubectl get: TYPE/NAME, TYPE NAME..., a
 		label selector, --all, or files (-f). A file may hold a WorkloadRebalancer
 		manifest; its spec.workloads are rebalanced. The Karmada apiserver is
@@ -57,8 +59,12 @@ var (
 		manifest given with -f (an existing object of that name gets the
 		manifest's spec). Its workloads are triggered at its
 		creationTimestamp, as Karmada's controller does, and its status is
-		written with the controller's rules; with a ttl the command then waits
-		and deletes it ttl seconds after it finished. --server-side leaves the
+		written with the controller's rules. With a ttl (a duration, or
+		seconds), when Karmada's workloadRebalancer controller is seen to
+		handle the record (it is one of karmada-controller-manager's default
+		controllers), the command says when the controller deletes it and
+		returns; otherwise, or with --wait-ttl, it waits and deletes it itself
+		ttl after it finished. --server-side leaves the
 		triggers to Karmada's own controller and follows its status. List
 		records with 'kubectl rebalance get'.
 
@@ -102,8 +108,8 @@ var (
 		# Trigger without waiting, and keep the equivalent WorkloadRebalancer
 		kubectl rebalance deploy/nginx --wait=false -o yaml > rebalancer.yaml
 
-		# Record the run as a WorkloadRebalancer that deletes itself 5 minutes after it finished
-		kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 300
+		# Record the run as a WorkloadRebalancer that is deleted 5 minutes after it finished
+		kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 5m
 
 		# Create or update the WorkloadRebalancer of a manifest, as Karmada's controller would handle it
 		kubectl rebalance -f rebalancer.yaml
@@ -198,6 +204,11 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 
 	// The kubeconfig flags and -v apply to every subcommand, as in kubectl.
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	// kubectl's usage of --request-timeout says nothing of this plugin's
+	// commands, whose 0 means different things.
+	cmd.PersistentFlags().Lookup("request-timeout").Usage = "How long to wait for the answer to a single request before giving up (a duration such as 30s, or seconds). " +
+		"0, the default, sets no limit of its own: kubectl rebalance, plan and get bound their requests by their --timeout; " +
+		"deschedule, and the failback daemon's own requests (clusters, records, events, the Lease), give up on a request after 1m."
 	addLogFlags(cmd.PersistentFlags())
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		setupClientLogs(streams.ErrOut)
@@ -461,10 +472,13 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 		Timeout:     o.Timeout,
 		Deadline:    o.deadline,
 		Record: run.Recording{
-			Name:       o.Name,
-			TTL:        o.ttl,
-			WaitTTL:    o.WaitTTL,
-			ServerSide: o.ServerSide,
+			Name:    o.Name,
+			TTL:     o.ttl,
+			WaitTTL: o.WaitTTL,
+			// Unless --wait-ttl is given, a record Karmada's controller
+			// deletes is left to it.
+			LeaveTTLToController: !o.waitTTLGiven,
+			ServerSide:           o.ServerSide,
 		},
 	}
 	if o.MaxInFlight > 0 {
@@ -569,11 +583,14 @@ func (o *targetOptions) printNothingFound() {
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *targetOptions) contextName() string {
-	if name := *o.ConfigFlags.Context; name != "" {
+func (o *targetOptions) contextName() string { return contextName(o.ConfigFlags) }
+
+// contextName names the kubeconfig context cf uses, for messages.
+func contextName(cf *genericclioptions.ConfigFlags) string {
+	if name := *cf.Context; name != "" {
 		return name
 	}
-	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	raw, err := cf.ToRawKubeConfigLoader().RawConfig()
 	if err != nil || raw.CurrentContext == "" {
 		return "<none>"
 	}

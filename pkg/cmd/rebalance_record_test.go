@@ -50,7 +50,7 @@ func TestRebalanceRecordHelp(t *testing.T) {
 	assert.Equal(t, ExitOK, code)
 	for _, want := range []string{
 		"--name=''", "--ttl=0s", "--wait-ttl=true", "--server-side=false",
-		"kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 300",
+		"kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 5m",
 		"List records with 'kubectl rebalance get'.",
 		"get           List WorkloadRebalancers with a summary, or show the workloads of one",
 	} {
