@@ -295,8 +295,8 @@ func kubeconfigError(cf *genericclioptions.ConfigFlags, err error) error {
 			return errors.New(msg)
 		}
 	}
-	return fmt.Errorf("%s; --cluster %s names a cluster entry of the kubeconfig, and it has none of that name: to choose Karmada member clusters, use -C/--clusters %s (e.g. kubectl rebalance deployments --all -C %s)",
-		msg, name, name, name)
+	return fmt.Errorf("%s; --cluster %s names a cluster entry of the kubeconfig, and it has none of that name: to choose Karmada member clusters, use -C/--clusters %s",
+		msg, name, name)
 }
 
 // explainMissingBinding tells why a workload has no binding: either the

@@ -254,7 +254,7 @@ func TestPredictBatchTiming(t *testing.T) {
 		require.GreaterOrEqual(t, len(p.Possible), 2)
 		assert.Contains(t, p.Message, "at a moment the client cannot know")
 		// Every placement it may get gives member1 replicas: selected by
-		// --to-cluster member1 and --changed-only, as no guess is made.
+		// -C member1 and --changed-only, as no guess is made.
 		assert.True(t, Selection{Clusters: []string{"member1"}}.Keeps(&p), p.Message)
 		assert.True(t, Selection{ChangedOnly: true}.Keeps(&p))
 		assert.False(t, Selection{Clusters: []string{"member3"}}.Keeps(&p))
