@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -500,14 +501,18 @@ func (e *Engine) followTTL(ctx context.Context, req Request, rec *record.Recorde
 
 // controllerManager is the field manager Karmada's controllers write
 // with: the API server records the name client-go's user agent starts
-// with, karmada-controller-manager's binary name.
+// with, which is the binary's name: karmada-controller-manager in Karmada's
+// images, controller-manager when built from Karmada's cmd/controller-manager
+// as it is (the test control plane's).
 const controllerManager = "karmada-controller-manager"
+
+var controllerManagers = []string{controllerManager, "controller-manager"}
 
 // controllerWrote reports whether Karmada's controllers wrote obj, as its
 // managedFields say.
 func controllerWrote(obj *appsv1alpha1.WorkloadRebalancer) bool {
 	for _, f := range obj.ManagedFields {
-		if f.Manager == controllerManager {
+		if slices.Contains(controllerManagers, f.Manager) {
 			return true
 		}
 	}

@@ -50,6 +50,7 @@ func TestTTLLeftToTheController(t *testing.T) {
 		left     bool
 	}{
 		{name: "the controller wrote it", obj: record1("kubectl-rebalance", controllerManager), minor: 16, leave: true, left: true},
+		{name: "the controller built as controller-manager wrote it", obj: record1("kubectl-rebalance", "controller-manager"), minor: 18, leave: true, left: true},
 		{name: "the controller wrote it after the run's last read", obj: record1("kubectl-rebalance"), onServer: record1("kubectl-rebalance", controllerManager), minor: 16, leave: true, left: true},
 		{name: "a server-side run followed the controller", obj: record1(), minor: 18, leave: true, serverSd: true, left: true},
 		{name: "no sign of the controller", obj: record1("kubectl-rebalance"), minor: 16, leave: true},
