@@ -121,7 +121,15 @@ func (e endpoint) explainKeep(err error) error {
 	if explained == err {
 		return err
 	}
-	return &explainedError{msg: explained.Error(), cause: err}
+	msg := explained.Error()
+	// The step that failed ("cannot read lease ...: <cause>"), when the
+	// explanation left it out, still says why the request was made.
+	if cause := errors.Unwrap(err); cause != nil {
+		if step, ok := strings.CutSuffix(err.Error(), ": "+cause.Error()); ok && !strings.Contains(msg, step) {
+			msg = step + ": " + msg
+		}
+	}
+	return &explainedError{msg: msg, cause: err}
 }
 
 // statusAdvice says what to do about an HTTP error code.

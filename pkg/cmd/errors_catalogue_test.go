@@ -2,18 +2,26 @@ package cmd
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -588,4 +596,24 @@ func TestDaemonsWordServerErrorsAlike(t *testing.T) {
 			assert.NotContains(t, logs, "RBAC", "a server that is not there is not a permission problem")
 		})
 	}
+}
+
+// TestExplainKeep: a daemon's server error reads as the catalogue says it,
+// after the step that failed, and keeps its cause for the retry decision.
+func TestExplainKeep(t *testing.T) {
+	e := endpoint{context: "karmada-apiserver", server: "https://karmada:5443", guard: &requestGuard{}}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "karmada-descheduler", errors.New("no"))
+	err := e.explainKeep(fmt.Errorf("cannot read lease karmada-system/karmada-descheduler to check that karmada-descheduler is not running: %w", forbidden))
+	assert.True(t, strings.HasPrefix(err.Error(), "cannot read lease karmada-system/karmada-descheduler to check that karmada-descheduler is not running: not allowed to "), err.Error())
+	assert.Contains(t, err.Error(), "ask an administrator of the Karmada control plane")
+	assert.True(t, apierrors.IsForbidden(err), "the cause stays")
+	assert.Same(t, err, e.explainKeep(err), "explained once")
+
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	err = e.explainKeep(fmt.Errorf("cannot list clusters.cluster.karmada.io: %w", &url.Error{Op: "Get", URL: "https://karmada:5443/apis", Err: refused}))
+	assert.True(t, strings.HasPrefix(err.Error(), `cannot reach the API server at https://karmada:5443 (context "karmada-apiserver"): cannot list clusters.cluster.karmada.io: `), err.Error())
+	assert.NotContains(t, err.Error(), "RBAC")
+	assert.True(t, utilnet.IsConnectionRefused(err), "a refused connection is still retried by a daemon")
+	assert.True(t, daemonRetriable(context.Background())(err))
+	assert.Nil(t, e.explainKeep(nil))
 }
