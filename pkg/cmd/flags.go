@@ -170,7 +170,10 @@ func addFlagAlias(flags *pflag.FlagSet, canonical, alias string, deprecated bool
 	}
 	value := c.Value
 	if _, list := value.(pflag.SliceValue); !list {
-		if _, wrapped := value.(*spelledValue); !wrapped {
+		if wrapped, ok := value.(*spelledValue); ok {
+			// A second alias of the flag: each spelling remembers its own.
+			value = wrapped.Value
+		} else {
 			c.Value = &spelledValue{Value: value}
 		}
 		value = &spelledValue{Value: value}
