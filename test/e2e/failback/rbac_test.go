@@ -141,7 +141,7 @@ func TestFailbackRBAC(t *testing.T) {
 				// stops at start instead of waiting for them.
 				code := waitExit(t, d)
 				assert.Equal(t, cmd.ExitError, code)
-				assert.Contains(t, d.text(), "not allowed to list resourcebindings.work.karmada.io in namespace "+ns)
+				assert.Contains(t, d.text(), `not allowed to list resourcebindings.work.karmada.io in namespace "`+ns+`"`)
 				assert.Contains(t, d.text(), `grant "list" on resourcebindings.work.karmada.io`)
 				return
 			}
