@@ -414,6 +414,8 @@ func TestBadInputCatalogue(t *testing.T) {
 			stdout: []string{"Trigger a fresh reschedule", "Examples:", "Available Commands:", "Options:", "Usage:\n  kubectl rebalance (TYPE", `Use "kubectl rebalance options"`}},
 		{name: "a mistyped subcommand", args: []string{"plna", "deploy/foo"}, code: ExitError,
 			want: []string{`error: "plna" is neither a kubectl rebalance command nor a built-in resource type; did you mean plan? (e.g. kubectl rebalance plan deploy/foo)`}},
+		{name: "a mistyped subcommand, the kubeconfig unusable", args: []string{"plna", "deploy/foo", "--kubeconfig", "/nonexistent/config"}, code: ExitError,
+			want: []string{`error: "plna" is neither a kubectl rebalance command nor a built-in resource type; did you mean plan? (e.g. kubectl rebalance plan deploy/foo)`}},
 		{name: "a built-in type close to a subcommand is a type", args: []string{"job", "foo"}, code: ExitError,
 			want: []string{"error: cannot reach the API server at https://127.0.0.1:1"}},
 		// Member clusters.

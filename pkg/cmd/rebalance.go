@@ -249,6 +249,11 @@ func (o *RebalanceOptions) runE(f cmdutil.Factory) func(*cobra.Command, []string
 		}
 		o.typo = commandTypo(cmd, args)
 		if err := o.Complete(f, cmd, args); err != nil {
+			if len(o.typo) > 0 {
+				// A likely typo explains more than the kubeconfig it
+				// could not be checked against.
+				return withExitCode(ExitError, commandTypoError(cmd.CommandPath(), args, o.typo, false))
+			}
 			return withExitCode(ExitError, err)
 		}
 		if err := o.Validate(cmd); err != nil {
