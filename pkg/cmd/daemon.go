@@ -98,9 +98,9 @@ func (d *daemonFlags) addFlags(cmd *cobra.Command, when, leaderElect, leaseName 
 	flags.StringVar(&d.LeaderElectName, "leader-elect-resource-name", d.LeaderElectName, leaseName)
 	flags.StringVar(&d.LeaderElectIdentity, "leader-elect-identity", d.LeaderElectIdentity,
 		"This process's name in the Lease, after "+daemon.IdentityPrefix+"; the host name and a random suffix when empty.")
-	flags.DurationVar(&d.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
-	flags.DurationVar(&d.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "How long the leader keeps trying to renew before it stops working.")
-	flags.DurationVar(&d.RetryPeriod, "leader-elect-retry-period", d.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	durationVar(flags, &d.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "How long standbys wait after the last renewal before taking the Lease over.")
+	durationVar(flags, &d.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "How long the leader keeps trying to renew before it stops working.")
+	durationVar(flags, &d.RetryPeriod, "leader-elect-retry-period", d.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	flags.StringVar(&d.MetricsBindAddress, "metrics-bind-address", d.MetricsBindAddress, when+`serve Prometheus /metrics on this address (e.g. :8080); off when empty or "0".`)
 	flags.StringVar(&d.HealthProbeBindAddress, "health-probe-bind-address", d.HealthProbeBindAddress,
 		when+`serve /healthz and /readyz on this address (e.g. :10358); off when empty or "0". The same address as --metrics-bind-address serves all three.`)
@@ -121,7 +121,7 @@ func (d *daemonFlags) complete() {
 func (d *daemonFlags) validate() error {
 	switch {
 	case d.LeaderElect && (d.LeaderElectNamespace == "" || d.LeaderElectName == ""):
-		return errors.New("--leader-elect-namespace and --leader-elect-name must not be empty")
+		return errors.New("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty: name the Lease, e.g. --leader-elect-resource-namespace karmada-system")
 	case d.LeaderElect && !(d.LeaseDuration > d.RenewDeadline && d.RenewDeadline > d.RetryPeriod && d.RetryPeriod > 0):
 		return fmt.Errorf("leader election needs --leader-elect-lease-duration (%s) > --leader-elect-renew-deadline (%s) > --leader-elect-retry-period (%s) > 0",
 			d.LeaseDuration, d.RenewDeadline, d.RetryPeriod)

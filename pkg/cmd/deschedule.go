@@ -153,7 +153,7 @@ func (f *karmadaEstimatorFlags) add(flags *pflag.FlagSet) {
 	usage := func(what string) string {
 		return "Ignored: karmada-descheduler's flag for " + what + "; here member pods are read through --estimator, not karmada-scheduler-estimator."
 	}
-	flags.DurationVar(&f.timeout, "scheduler-estimator-timeout", 3*time.Second, usage("the timeout of a call to a scheduler-estimator"))
+	durationVar(flags, &f.timeout, "scheduler-estimator-timeout", 3*time.Second, usage("the timeout of a call to a scheduler-estimator"))
 	flags.IntVar(&f.port, "scheduler-estimator-port", 10352, usage("the scheduler-estimators' port"))
 	flags.StringVar(&f.certFile, "scheduler-estimator-cert-file", "", usage("the client certificate for the scheduler-estimators"))
 	flags.StringVar(&f.keyFile, "scheduler-estimator-key-file", "", usage("the client key for the scheduler-estimators"))
@@ -161,6 +161,11 @@ func (f *karmadaEstimatorFlags) add(flags *pflag.FlagSet) {
 	flags.BoolVar(&f.insecure, "insecure-skip-estimator-verify", false, usage("skipping the verification of the scheduler-estimators' certificates"))
 	flags.StringVar(&f.serviceNamespace, "scheduler-estimator-service-namespace", "karmada-system", usage("the namespace of the scheduler-estimators' Services"))
 	flags.StringVar(&f.servicePrefix, "scheduler-estimator-service-prefix", "karmada-scheduler-estimator", usage("the prefix of the scheduler-estimators' Service names"))
+	// They do nothing here, so help does not show them; given, they print
+	// a notice (Complete).
+	for _, name := range ignoredDescheduleFlags {
+		_ = flags.MarkHidden(name)
+	}
 }
 
 // ignoredDescheduleFlags are the names karmadaEstimatorFlags registers.
@@ -293,9 +298,6 @@ func NewCmdDeschedule(streams genericiooptions.IOStreams) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
-	})
 	o.AddFlags(cmd)
 	return cmd
 }
@@ -303,14 +305,13 @@ func NewCmdDeschedule(streams genericiooptions.IOStreams) *cobra.Command {
 // AddFlags registers the command's own flags.
 func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
-	flags.DurationVar(&o.Interval, "interval", o.Interval, "Run as a daemon: a pass at start and then every interval (karmada-descheduler's --descheduling-interval, 2m there). 0 runs one pass and exits.")
-	flags.DurationVar(&o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a pod must have been unschedulable to count.")
-	flags.DurationVar(&o.RetryBouncedAfter, "retry-bounced-after", o.RetryBouncedAfter,
+	durationVar(flags, &o.Interval, "interval", o.Interval, "Run as a daemon: a pass at start and then every interval (karmada-descheduler's --descheduling-interval, 2m there). 0 runs one pass and exits.")
+	durationVar(flags, &o.UnschedulableThreshold, "unschedulable-threshold", o.UnschedulableThreshold, "How long a pod must have been unschedulable to count.")
+	durationVar(flags, &o.RetryBouncedAfter, "retry-bounced-after", o.RetryBouncedAfter,
 		"How long to leave a cluster alone after karmada-scheduler put replicas evicted from it straight back (it does so without karmada-scheduler-estimator), before evicting from it once more.")
 	flags.StringVar(&o.Estimator, "estimator", o.Estimator, `Where member pods are read: "proxy" (the Karmada cluster proxy, needs clusters/proxy; Pull-mode members through their kubeconfig context when there is one) or "kubeconfig" (contexts named like the member clusters).`)
 	flags.StringVar(&o.MemberKubeconfig, "member-kubeconfig", o.MemberKubeconfig, "The kubeconfig holding contexts named like the member clusters (the Karmada kubeconfig when empty): every member is read through them with --estimator=kubeconfig, and Pull-mode members, which the cluster proxy usually cannot reach, with --estimator=proxy too.")
-	flags.StringVar(&o.DryRunFlag, "dry-run", o.DryRunFlag, `Must be "none", "server", or "client". With client, bindings are only read; with server, updates are sent with dryRun=All and nothing is persisted. No events are recorded in a dry run.`)
-	flags.Lookup("dry-run").NoOptDefVal = string(deschedule.DryRunClient)
+	addDryRunFlag(cmd, &o.DryRunFlag, "With client, bindings are only read; with server, updates are sent with dryRun=All and nothing is persisted. No events are recorded in a dry run.")
 	flags.Int32Var(&o.MaxReplicasPerPass, "max-replicas-per-pass", o.MaxReplicasPerPass, "Move at most this many replicas in one pass; 0 is no limit.")
 	flags.Int32Var(&o.MaxReplicasPerCluster, "max-replicas-per-cluster", o.MaxReplicasPerCluster, "Move at most this many replicas away from any one member cluster in one pass; 0 is no limit.")
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Deschedule bindings in all namespaces.")
@@ -318,16 +319,17 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only bindings whose resource template's labels match this selector (e.g. -l app=web,tier!=db).")
 	flags.StringSliceVar(&o.ExcludeNamespaces, "exclude-namespace", o.ExcludeNamespaces, "Never deschedule bindings in these namespaces; repeat or separate with commas.")
 	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
-	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second to the Karmada apiserver and to each member cluster.")
-	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests sent at once before --qps applies.")
-	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long a single pass (without --interval) may take; when it runs out the pass stops between two writes (exit code 2). Every request, in a daemon too, gives up after --request-timeout (1m when unset).")
+	addRateLimitFlags(cmd, &o.QPS, &o.Burst, "Requests per second to the Karmada apiserver and to each member cluster (karmada-descheduler's flag of the same name).",
+		"Requests sent at once before --kube-api-qps applies.")
+	durationVar(flags, &o.Timeout, "timeout", o.Timeout, "How long a single pass (without --interval) may take; when it runs out the pass stops between two writes (exit code 2). Every request, in a daemon too, gives up after --request-timeout (1m when unset).")
 
 	// karmada-descheduler's names for the same settings, so that its
-	// arguments work here unchanged.
-	flags.DurationVar(&o.Interval, "descheduling-interval", o.Interval, "The same as --interval, under karmada-descheduler's name (2m there; here 0, a single pass, unless set).")
-	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "The same as --qps, under karmada-descheduler's name.")
-	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "The same as --burst, under karmada-descheduler's name.")
+	// arguments work here unchanged: hidden, and with no deprecation
+	// notice (they are that program's names, not old ones of this one).
+	// --descheduling-interval is 2m there; here 0, a single pass, unless set.
+	addFlagAlias(flags, "interval", "descheduling-interval", false)
 	flags.StringVar(&o.Master, "master", o.Master, "The address of the Karmada apiserver, overriding the kubeconfig's: the same as --server, under karmada-descheduler's name.")
+	_ = flags.MarkHidden("master")
 	flags.BoolVar(&o.EnablePprof, "enable-pprof", o.EnablePprof, "With --interval, serve Go's profiles on --profiling-bind-address at /debug/pprof/, as karmada-descheduler does.")
 	flags.StringVar(&o.ProfilingBindAddress, "profiling-bind-address", o.ProfilingBindAddress, "With --enable-pprof, the address that serves /debug/pprof/.")
 	o.estimatorFlags.add(flags)
@@ -335,14 +337,10 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	o.daemonFlags.addFlags(cmd, "With --interval, ",
 		"With --interval, pass only while holding the Lease in the Karmada apiserver, so that several replicas run with one active; on by default, as in karmada-descheduler.",
 		"Name of the leader election Lease; karmada-descheduler's by default, so that the two are never active together.")
-	flags.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
-	flags.StringVar(&o.LeaderElectName, "leader-elect-name", o.LeaderElectName, "Name of the leader election Lease.")
 	flags.BoolVar(&o.Force, "force", o.Force, "Start even though a karmada-descheduler holds its Lease: with leader election on the same Lease, stand by until it stops; without, run beside it.")
-	flags.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Format of the daemon's logs on stderr: "text" or "json".`)
-	// Renamed flags keep working, hidden; Complete warns on stderr (pflag's
-	// own deprecation notice would go to stdout, which scripts parse).
-	for name := range deprecatedDescheduleFlags {
-		_ = flags.MarkHidden(name)
+	// Renamed flags keep working, hidden, with pflag's notice on stderr.
+	for _, old := range slices.Sorted(maps.Keys(deprecatedDescheduleFlags)) {
+		addFlagAlias(flags, deprecatedDescheduleFlags[old], old, true)
 	}
 
 	o.PrintFlags.AddFlags(cmd)
@@ -350,7 +348,6 @@ func (o *DescheduleOptions) AddFlags(cmd *cobra.Command) {
 	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table. A daemon prints each pass only when this is set.", strings.Join(o.outputFormats(), ", "))
 	for name, values := range map[string][]string{
 		"output":         append([]string{"wide"}, o.outputFormats()...),
-		"dry-run":        {"none", "client", "server"},
 		"estimator":      {estimatorProxy, estimatorKubeconfig},
 		"logging-format": {"text", "json"},
 	} {
@@ -397,22 +394,19 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(o.ErrOut, "Flag --%s is ignored: %s\n", name, ignoredEstimatorFlagsReason)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(deprecatedDescheduleFlags)) {
-		if cmd.Flags().Changed(name) {
-			fmt.Fprintf(o.ErrOut, "Flag --%s has been deprecated, use --%s\n", name, deprecatedDescheduleFlags[name])
-		}
-	}
 	o.daemonFlags.complete()
 
-	dryRun, err := deschedule.ParseDryRun(o.DryRunFlag)
+	mode, err := dryRunMode(o.DryRunFlag, o.ErrOut)
 	if err != nil {
-		return fmt.Errorf("invalid --dry-run value %q: use none, client or server", o.DryRunFlag)
+		return cmdutil.UsageErrorf(cmd, "%v", err)
 	}
-	o.DryRun = dryRun
+	if o.DryRun, err = deschedule.ParseDryRun(mode); err != nil {
+		return err
+	}
 
 	o.Namespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return fmt.Errorf("cannot read the namespace from the kubeconfig, fix it or pass --kubeconfig: %w", err)
+		return kubeconfigError(o.ConfigFlags, err)
 	}
 	if o.AllNamespaces {
 		o.Namespace = ""
@@ -433,7 +427,7 @@ func (o *DescheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 
 	raw, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
-		return fmt.Errorf("cannot build a client for the Karmada apiserver from the kubeconfig, check --kubeconfig and --karmada-context: %w", err)
+		return kubeconfigError(o.ConfigFlags, err)
 	}
 	o.restConfig = o.clientConfig(raw)
 	o.outlivingConfig = o.guard.wrapConfigOutlivingRun(o.clientSettings(raw))
@@ -536,8 +530,9 @@ func (o *DescheduleOptions) Validate() error {
 			o.MaxReplicasPerPass, o.MaxReplicasPerCluster)
 	case o.RetryBouncedAfter <= 0:
 		return fmt.Errorf("--retry-bounced-after must be positive, got %s", o.RetryBouncedAfter)
-	case o.QPS <= 0 || o.Burst <= 0:
-		return fmt.Errorf("--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	}
+	if err := validateRateLimits(o.QPS, o.Burst); err != nil {
+		return err
 	}
 	if err := o.daemonFlags.validate(); err != nil {
 		return err
@@ -658,7 +653,7 @@ func (o *DescheduleOptions) checkKarmadaDescheduler(ctx context.Context, leases 
 	var found *deschedule.ForeignLeader
 	err := daemon.RetryStartup(ctx, o.logger, "reading karmada-descheduler's lease", daemonRetriable(ctx), func() (err error) {
 		found, err = deschedule.FindForeignLeader(ctx, leases, o.LeaderElectNamespace, deschedule.DefaultLeaseName, serverNow)
-		return err
+		return o.endpoint().explainKeep(err)
 	})
 	if err != nil || found == nil {
 		return err
@@ -794,6 +789,10 @@ func (o *DescheduleOptions) runOnce(ctx context.Context, d *deschedule.Deschedul
 
 // passError explains why the bindings could not be listed.
 func (o *DescheduleOptions) passError(err error) error {
+	var explained *explainedError
+	if errors.As(err, &explained) {
+		return err
+	}
 	// The engine says which bindings it listed; the cause is the API's answer.
 	cause := err
 	if inner := errors.Unwrap(err); inner != nil {
@@ -803,24 +802,19 @@ func (o *DescheduleOptions) passError(err error) error {
 		return fmt.Errorf("the cluster behind context %q (%s) is not a Karmada control plane: Karmada is not installed there (resourcebindings.work.karmada.io is not served); "+
 			"point --kubeconfig or --karmada-context at the Karmada apiserver", o.contextName(), o.restConfig.Host)
 	}
-	explained := endpoint{context: o.contextName(), server: o.restConfig.Host, guard: o.guard}.explain(cause)
-	if explained == cause {
-		return err
+	if e := o.endpoint().explain(cause); e != cause {
+		return e
 	}
-	return explained
+	return err
+}
+
+// endpoint names the daemon's API server for the error catalogue.
+func (o *DescheduleOptions) endpoint() endpoint {
+	return endpoint{context: o.contextName(), server: o.restConfig.Host, guard: o.guard}
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *DescheduleOptions) contextName() string {
-	if name := *o.ConfigFlags.Context; name != "" {
-		return name
-	}
-	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil || raw.CurrentContext == "" {
-		return "<none>"
-	}
-	return raw.CurrentContext
-}
+func (o *DescheduleOptions) contextName() string { return contextName(o.ConfigFlags) }
 
 // print writes a pass in the chosen format to stdout and its summary to
 // stderr. A daemon prints a pass only when an output format was chosen.
@@ -868,14 +862,15 @@ func (o *DescheduleOptions) runDaemon(ctx context.Context, d *deschedule.Desched
 	}
 
 	opts := deschedule.DaemonOptions{
-		Interval:  o.Interval,
-		Metrics:   metrics,
-		Health:    health,
-		Logger:    log,
-		Retriable: daemonRetriable(ctx),
+		Interval:   o.Interval,
+		Metrics:    metrics,
+		Health:     health,
+		Logger:     log,
+		Retriable:  daemonRetriable(ctx),
+		Explain:    o.endpoint().explainKeep,
 		BeforePass: func(ctx context.Context) { o.sweepLeftovers(ctx, log) },
 		OnPass: func(result *deschedule.PassResult, err error) {
-			logPass(log, result, err)
+			logPass(log, result, o.endpoint().explainKeep(err))
 			if result != nil {
 				if err := o.print(result, false); err != nil {
 					log.Error("cannot print the pass", "err", err)

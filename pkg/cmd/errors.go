@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
@@ -91,6 +92,44 @@ func (e endpoint) explain(err error) error {
 			e.server, e.context, describeRequest(failed), statusMessage(err), code, statusAdvice(code, failed))
 	}
 	return err
+}
+
+// explainedError is an error of the catalogue that keeps the error it
+// explains, so that what retries a passing fault (daemonRetriable) still
+// recognises the cause.
+type explainedError struct {
+	msg   string
+	cause error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.cause }
+
+// explainKeep words err as explain does and keeps it as the cause: the
+// daemons log and return their server errors through it, so that the same
+// problem reads the same in every command (a refused connection is never
+// put down to permissions).
+func (e endpoint) explainKeep(err error) error {
+	if err == nil {
+		return nil
+	}
+	var done *explainedError
+	if errors.As(err, &done) {
+		return err
+	}
+	explained := e.explain(err)
+	if explained == err {
+		return err
+	}
+	msg := explained.Error()
+	// The step that failed ("cannot read lease ...: <cause>"), when the
+	// explanation left it out, still says why the request was made.
+	if cause := errors.Unwrap(err); cause != nil {
+		if step, ok := strings.CutSuffix(err.Error(), ": "+cause.Error()); ok && !strings.Contains(msg, step) {
+			msg = step + ": " + msg
+		}
+	}
+	return &explainedError{msg: msg, cause: err}
 }
 
 // statusAdvice says what to do about an HTTP error code.
@@ -246,7 +285,26 @@ func (o *targetOptions) inputError(err error) error {
 
 // kubeconfigError rewrites a problem with the kubeconfig itself.
 func (o *targetOptions) kubeconfigError(err error) error {
-	return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+	return kubeconfigError(o.ConfigFlags, err)
+}
+
+// kubeconfigError rewrites a problem with the kubeconfig itself, the same
+// way in every command. --cluster is kubectl's flag for a cluster entry of
+// the kubeconfig; given a member cluster's name (meaning -C/--clusters), it
+// gets a hint.
+func kubeconfigError(cf *genericclioptions.ConfigFlags, err error) error {
+	msg := fmt.Sprintf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+	if cf == nil || cf.ClusterName == nil || *cf.ClusterName == "" {
+		return errors.New(msg)
+	}
+	name := *cf.ClusterName
+	if raw, rerr := cf.ToRawKubeConfigLoader().RawConfig(); rerr == nil {
+		if _, ok := raw.Clusters[name]; ok {
+			return errors.New(msg)
+		}
+	}
+	return fmt.Errorf("%s; --cluster %s names a cluster entry of the kubeconfig, and it has none of that name: to choose Karmada member clusters, use -C/--clusters %s",
+		msg, name, name)
 }
 
 // explainMissingBinding tells why a workload has no binding: either the

@@ -2,18 +2,30 @@ package cmd
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 )
 
 // The catalogue of what a user meets when the server misbehaves or the input
@@ -224,7 +236,7 @@ func TestErrorCatalogue(t *testing.T) {
 		{name: "go-template without a template", args: []string{"deploy/web", "-o", "go-template"}, code: ExitError,
 			want: []string{"-o go-template needs a template", "-o go-template='{{.metadata.name}}'", "--template"}},
 		{name: "jsonpath without a template", args: []string{"deploy/web", "-o", "jsonpath"}, code: ExitError, want: []string{"-o jsonpath needs a template", "-o jsonpath='{.metadata.name}'"}},
-		{name: "unknown output", args: []string{"deploy/web", "-o", "xml"}, code: ExitError, want: []string{`invalid --output "xml": use one of wide, json, yaml`}},
+		{name: "unknown output", args: []string{"deploy/web", "-o", "xml"}, code: ExitError, want: []string{`invalid --output "xml": use one of wide, report-json, report-yaml, json, yaml`}},
 		// Deadlines and Ctrl-C.
 		{name: "timeout bounds discovery", setup: func(s *fakeServer) { s.on("GET /api", s.expiring(1, hang)) }, args: []string{"deploy/web", "--timeout=1s"},
 			code: ExitPending, namesServer: true, want: []string{"--timeout 1s ran out before any binding was read", "the discovery request GET /api", "nothing was written"}},
@@ -373,4 +385,237 @@ func withStdin(t *testing.T, content string) {
 		os.Stdin = saved
 		_ = f.Close()
 	})
+}
+
+// TestBadInputCatalogue: every bad input a user can type gets one error
+// line in words: lower-case, naming the flag or object, with a valid
+// example or the next step, and none of the parsers' words (strconv,
+// IntOrString, cobra's "arg(s)"). The spellings kept for compatibility are
+// accepted, with pflag's one-line notice when deprecated. No server is
+// needed: the kubeconfig points at an address nothing listens on, and the
+// cases that parse stop at an error of their own before any request.
+func TestBadInputCatalogue(t *testing.T) {
+	kubeconfig := writeKubeconfig(t)
+	const recordsNothing = "error: a dry run records nothing: leave out --dry-run, or --name, --ttl and --server-side"
+	const waves = "error: --max-in-flight must be at least 1, got 0: a failback goes in waves"
+	tests := []struct {
+		name string
+		args []string
+		code int
+		// want are parts of stderr, in order; notice, when set, is its
+		// first line.
+		want   []string
+		notice string
+		// stdout are parts of stdout, in order.
+		stdout []string
+	}{
+		// Help.
+		{name: "bare kubectl rebalance prints help", code: ExitOK,
+			stdout: []string{"Trigger a fresh reschedule", "Examples:", "Available Commands:", "Options:", "Usage:\n  kubectl rebalance (TYPE", `Use "kubectl rebalance options"`}},
+		{name: "a mistyped subcommand", args: []string{"plna", "deploy/foo"}, code: ExitError,
+			want: []string{`error: "plna" is neither a kubectl rebalance command nor a built-in resource type; did you mean plan? (e.g. kubectl rebalance plan deploy/foo)`}},
+		{name: "a mistyped subcommand, the kubeconfig unusable", args: []string{"plna", "deploy/foo", "--kubeconfig", "/nonexistent/config"}, code: ExitError,
+			want: []string{`error: "plna" is neither a kubectl rebalance command nor a built-in resource type; did you mean plan? (e.g. kubectl rebalance plan deploy/foo)`}},
+		{name: "a built-in type close to a subcommand is a type", args: []string{"job", "foo"}, code: ExitError,
+			want: []string{"error: cannot reach the API server at https://127.0.0.1:1"}},
+		// Member clusters.
+		{name: "--cluster given a member cluster", args: []string{"deploy/web", "--cluster", "member7"}, code: ExitError,
+			want: []string{`error: cannot use the kubeconfig: invalid configuration: no server found for cluster "member7"`,
+				"--cluster member7 names a cluster entry of the kubeconfig, and it has none of that name: to choose Karmada member clusters, use -C/--clusters member7"}},
+		{name: "a misspelt --clusters", args: []string{"plan", "deploy/web", "--to-clusters", "member1"}, code: ExitError,
+			want: []string{`error: unknown flag --to-clusters for "kubectl rebalance plan"; did you mean -C/--clusters?`}},
+		{name: "--to-cluster still works", args: []string{"deploy/web", "--to-cluster", "member1"}, code: ExitError,
+			notice: "Flag --to-cluster has been deprecated, use --clusters instead", want: []string{"error: cannot reach the API server at https://127.0.0.1:1"}},
+		// Values the parsers used to explain in their own words.
+		{name: "a number that is not", args: []string{"deploy/web", "--max-in-flight", "abc"}, code: ExitError,
+			want: []string{`error: invalid --max-in-flight "abc": give a whole number, e.g. --max-in-flight 10`}},
+		{name: "a bool that is not", args: []string{"deploy/web", "--wait=maybe"}, code: ExitError,
+			want: []string{`error: invalid --wait "maybe": give true or false, e.g. --wait=false`}},
+		{name: "a surge that is no number", args: []string{"deploy/web", "--max-surge", "lots"}, code: ExitError,
+			want: []string{`error: invalid --max-surge "lots": give a number of replicas (e.g. --max-surge 1) or a percentage of the workload's replicas (e.g. --max-surge 25%)`}},
+		{name: "failback's surge too", args: []string{"failback", "--max-unavailable", "most"}, code: ExitError,
+			want: []string{`error: invalid --max-unavailable "most": give a number of replicas`}},
+		{name: "a limit that is no number", args: []string{"deschedule", "--max-replicas-per-pass", "x"}, code: ExitError,
+			want: []string{`error: invalid --max-replicas-per-pass "x": give a whole number, e.g. --max-replicas-per-pass 10`}},
+		{name: "a flag without its value", args: []string{"deploy/web", "--timeout"}, code: ExitError,
+			want: []string{"error: --timeout needs a value, e.g. --timeout 2m0s"}},
+		{name: "get of two names", args: []string{"get", "a", "b"}, code: ExitError,
+			want: []string{`error: get takes at most 1 name, got 2 ("a" "b"); run 'kubectl rebalance get' to list every WorkloadRebalancer`}},
+		{name: "an unknown flag", args: []string{"deploy/web", "--colour"}, code: ExitError,
+			want: []string{`error: unknown flag --colour for "kubectl rebalance"`, "See 'kubectl rebalance -h' for help and examples"}},
+		// Time flags: a duration or seconds.
+		{name: "--ttl in seconds", args: []string{"deploy/web", "--ttl", "300", "--dry-run=client"}, code: ExitError, want: []string{recordsNothing}},
+		{name: "--ttl as a duration", args: []string{"deploy/web", "--ttl", "5m", "--dry-run=client"}, code: ExitError, want: []string{recordsNothing}},
+		{name: "--ttl neither", args: []string{"deploy/web", "--ttl", "ten"}, code: ExitError,
+			want: []string{`error: invalid --ttl "ten": give a duration such as 30s, 5m or 1h30m, or a whole number of seconds such as 300, e.g. --ttl 5m`}},
+		{name: "failback --ttl as a duration", args: []string{"failback", "--ttl", "5m", "--max-in-flight", "0"}, code: ExitError, want: []string{waves}},
+		{name: "failback --ttl in seconds", args: []string{"failback", "--ttl", "300", "--max-in-flight", "0"}, code: ExitError, want: []string{waves}},
+		{name: "--timeout in seconds", args: []string{"deploy/web", "--timeout", "0"}, code: ExitError, want: []string{"error: --timeout must be greater than zero, got 0s"}},
+		// Dry run: none|client|server everywhere.
+		{name: "failback --dry-run alone", args: []string{"failback", "--dry-run", "--max-in-flight", "0"}, code: ExitError, want: []string{waves}},
+		{name: "failback --dry-run=client", args: []string{"failback", "--dry-run=client", "--max-in-flight", "0"}, code: ExitError, want: []string{waves}},
+		{name: "failback --dry-run=server", args: []string{"failback", "--dry-run=server", "--max-in-flight", "0"}, code: ExitError, want: []string{waves}},
+		{name: "failback --dry-run=none", args: []string{"failback", "--dry-run=none", "--max-in-flight", "0"}, code: ExitError, want: []string{waves}},
+		{name: "failback --dry-run=true", args: []string{"failback", "--dry-run=true", "--max-in-flight", "0"}, code: ExitError,
+			notice: "Flag --dry-run=true has been deprecated, use --dry-run=client instead", want: []string{waves}},
+		{name: "failback --dry-run=false", args: []string{"failback", "--dry-run=false", "--max-in-flight", "0"}, code: ExitError,
+			notice: "Flag --dry-run=false has been deprecated, use --dry-run=none instead", want: []string{waves}},
+		{name: "--dry-run of another word", args: []string{"failback", "--dry-run=maybe"}, code: ExitError,
+			want: []string{`error: invalid --dry-run "maybe": use none, client or server (e.g. --dry-run=client; --dry-run alone means client)`}},
+		// Rate limits: karmada's names, the old ones deprecated.
+		{name: "--qps is --kube-api-qps", args: []string{"deploy/web", "--qps", "0"}, code: ExitError,
+			notice: "Flag --qps has been deprecated, use --kube-api-qps instead",
+			want:   []string{"error: --kube-api-qps and --kube-api-burst must be greater than zero, got 0 and 100; e.g. --kube-api-qps 50 --kube-api-burst 100"}},
+		{name: "failback takes --burst too", args: []string{"failback", "--burst", "5", "--max-in-flight", "0"}, code: ExitError,
+			notice: "Flag --burst has been deprecated, use --kube-api-burst instead", want: []string{waves}},
+		{name: "two names, two values", args: []string{"deploy/web", "--qps", "5", "--kube-api-qps", "6"}, code: ExitError,
+			notice: "Flag --qps has been deprecated, use --kube-api-qps instead",
+			want:   []string{"error: --kube-api-qps 6 and --qps 5 disagree: they are two names of one setting; give only --kube-api-qps"}},
+		{name: "deschedule's two interval names", args: []string{"deschedule", "--interval", "1m", "--descheduling-interval", "2m"}, code: ExitError,
+			want: []string{"error: --interval 1m and --descheduling-interval 2m disagree: they are two names of one setting; give only --interval"}},
+		{name: "deschedule's two interval names agree", args: []string{"deschedule", "--interval", "2m", "--descheduling-interval", "120", "--unschedulable-threshold=-1s"}, code: ExitError,
+			want: []string{"error: --unschedulable-threshold must be 0 or positive"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runRebalance(t, append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir(), "--request-timeout", "5s"}, tt.args...)...)
+			assert.Equal(t, tt.code, code, "stderr:\n%s", stderr)
+			first, rest, _ := strings.Cut(stderr, "\n")
+			if tt.notice != "" {
+				assert.Equal(t, tt.notice, first, "the notice comes first, on one line")
+				stderr = rest
+			}
+			assertInOrder(t, stderr, tt.want)
+			assertInOrder(t, stdout, tt.stdout)
+			if tt.code == ExitError {
+				require.True(t, strings.HasPrefix(stderr, "error: "), stderr)
+				msg := strings.TrimPrefix(stderr, "error: ")
+				assert.False(t, unicode.IsUpper(rune(msg[0])), "lower-case: %s", stderr)
+				assert.Empty(t, stdout)
+			} else {
+				assert.Empty(t, stderr)
+			}
+			for _, internal := range []string{"strconv", "IntOrString", "arg(s)", "invalid argument", "goroutine", "RBAC"} {
+				assert.NotContains(t, stderr, internal)
+			}
+		})
+	}
+}
+
+// TestHelpLikeKubectl: help is kubectl's: examples first, Options: (not
+// cobra's Flags:), the inherited flags behind `kubectl rebalance options`,
+// every -o value listed, no flag that does nothing, and no default that
+// says something the command does not do.
+func TestHelpLikeKubectl(t *testing.T) {
+	help := func(args ...string) string {
+		code, out, errOut := runRebalance(t, append(args, "--help")...)
+		require.Equal(t, ExitOK, code, errOut)
+		return out
+	}
+	for _, cmd := range [][]string{{}, {"plan"}, {"get"}, {"deschedule"}, {"failback"}, {"version"}} {
+		out := help(cmd...)
+		name := strings.Join(append([]string{"kubectl rebalance"}, cmd...), " ")
+		assert.NotContains(t, out, "Flags:", name)
+		assertInOrder(t, out, []string{"Examples:", "Options:", "Usage:", `Use "kubectl rebalance options" for a list of global command-line options`})
+		assert.NotContains(t, out, "--kubeconfig=", "%s: the kubeconfig flags are behind kubectl rebalance options", name)
+		assert.NotContains(t, out, "Ignored:", "%s: a flag that does nothing is not shown", name)
+	}
+	root := help()
+	assert.Contains(t, root, "One of: (wide, report-json, report-yaml, json, yaml,")
+	assert.Contains(t, root, "--kube-api-qps=100:")
+	assert.NotContains(t, root, "--qps=")
+	assert.Contains(t, root, "-C, --clusters=[]:")
+	assert.Contains(t, root, "Without arguments, the command prints this help.")
+	assert.Contains(t, help("plan"), "One of: (wide, report-json, report-yaml, json, yaml,")
+	assert.NotContains(t, help("plan"), "such as a karmada-scheduler-estimator or a cluster", "estimators are predicted with their own code")
+	failback := help("failback")
+	assert.Contains(t, failback, "-C, --clusters=[]:")
+	assert.Contains(t, failback, "--dry-run='none':")
+	assert.Contains(t, failback, "--ttl=24h0m0s:")
+	assert.Contains(t, failback, "--kube-api-qps=40:")
+
+	code, options, _ := runRebalance(t, "options")
+	require.Equal(t, ExitOK, code)
+	for _, flag := range []string{"--kubeconfig=''", "--context=''", "-n, --namespace=''", "--karmada-context=''", "-v, --v=0"} {
+		assert.Contains(t, options, flag)
+	}
+	assert.Contains(t, options, "0, the default, sets no limit of its own: kubectl rebalance, plan and get bound their requests by their --timeout; deschedule, and the failback daemon's own requests (clusters, records, events, the Lease), give up on a request after 1m.")
+}
+
+// syncBuffer is a buffer a daemon's goroutines may write to.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestDaemonsWordServerErrorsAlike: both daemons meet a Karmada apiserver
+// that refuses connections at start; they retry (it may be restarting) and
+// log the catalogue's words for it, the same in both, and never put it down
+// to permissions.
+func TestDaemonsWordServerErrorsAlike(t *testing.T) {
+	fast := daemon.StartupBackoff
+	daemon.StartupBackoff.Duration, daemon.StartupBackoff.Cap = 10*time.Millisecond, 10*time.Millisecond
+	t.Cleanup(func() { daemon.StartupBackoff = fast })
+	kubeconfig := descheduleKubeconfig(t)
+	const words = `cannot reach the API server at https://127.0.0.1:1 (context \"karmada-apiserver\"): `
+	const next = "check that the Karmada apiserver is up and that --kubeconfig and --karmada-context point at it"
+	for _, args := range [][]string{{"deschedule", "--interval", "1m"}, {"failback", "-A"}} {
+		t.Run(args[0], func(t *testing.T) {
+			var out, errOut syncBuffer
+			streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+			root := NewCmdRebalance(streams)
+			root.SetArgs(append(args, "--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			root.SetContext(ctx)
+			done := make(chan int, 1)
+			go func() { done <- Execute(root, streams) }()
+			require.Eventually(t, func() bool { return strings.Count(errOut.String(), "failed, retrying") >= 2 }, time.Minute, 10*time.Millisecond,
+				"the daemon retries a refused connection at start:\n%s", errOut.String())
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the daemon did not stop")
+			}
+			logs := errOut.String()
+			t.Log(logs)
+			assert.Contains(t, logs, words)
+			assert.Contains(t, logs, "connection refused")
+			assert.Contains(t, logs, next)
+			assert.NotContains(t, logs, "RBAC", "a server that is not there is not a permission problem")
+		})
+	}
+}
+
+// TestExplainKeep: a daemon's server error reads as the catalogue says it,
+// after the step that failed, and keeps its cause for the retry decision.
+func TestExplainKeep(t *testing.T) {
+	e := endpoint{context: "karmada-apiserver", server: "https://karmada:5443", guard: &requestGuard{}}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "karmada-descheduler", errors.New("no"))
+	err := e.explainKeep(fmt.Errorf("cannot read lease karmada-system/karmada-descheduler to check that karmada-descheduler is not running: %w", forbidden))
+	assert.True(t, strings.HasPrefix(err.Error(), "cannot read lease karmada-system/karmada-descheduler to check that karmada-descheduler is not running: not allowed to "), err.Error())
+	assert.Contains(t, err.Error(), "ask an administrator of the Karmada control plane")
+	assert.True(t, apierrors.IsForbidden(err), "the cause stays")
+	assert.Same(t, err, e.explainKeep(err), "explained once")
+
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	err = e.explainKeep(fmt.Errorf("cannot list clusters.cluster.karmada.io: %w", &url.Error{Op: "Get", URL: "https://karmada:5443/apis", Err: refused}))
+	assert.True(t, strings.HasPrefix(err.Error(), `cannot reach the API server at https://karmada:5443 (context "karmada-apiserver"): cannot list clusters.cluster.karmada.io: `), err.Error())
+	assert.NotContains(t, err.Error(), "RBAC")
+	assert.True(t, utilnet.IsConnectionRefused(err), "a refused connection is still retried by a daemon")
+	assert.True(t, daemonRetriable(context.Background())(err))
+	assert.Nil(t, e.explainKeep(nil))
 }

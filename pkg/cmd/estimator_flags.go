@@ -14,7 +14,7 @@ import (
 )
 
 // estimatorOptions are the flags that say how karmada-scheduler sizes the
-// members, shared by plan, kubectl rebalance (--to-cluster, --changed-only,
+// members, shared by plan, kubectl rebalance (--clusters, --changed-only,
 // the reports) and failback.
 type estimatorOptions struct {
 	// Estimator is --scheduler-estimator: auto, enabled or disabled.

@@ -49,7 +49,7 @@ var (
 		eviction tasks on their bindings, or that lost replicas there while it
 		was down; with --rebalance-all, every workload), selects those a fresh
 		reschedule would give replicas on that cluster (exactly what
-		'kubectl rebalance TYPE -A --to-cluster CLUSTER' selects, predicted
+		'kubectl rebalance TYPE -A --clusters CLUSTER' selects, predicted
 		with Karmada's own scheduler code) and rebalances them in waves, as
 		'kubectl rebalance' does with the same --max-in-flight, --wait-ready,
 		--progress-deadline, --max-failures and --pause. Like kubectl rebalance
@@ -72,7 +72,7 @@ var (
 
 		Templates annotated failback.kubectl-rebalance.io/skip=true are left
 		where they are. -n, -A and -l choose the workloads, --kinds their kinds,
-		--clusters the member clusters failed back to. --dry-run logs what each
+		-C/--clusters the member clusters failed back to. --dry-run logs what each
 		failback would do and writes nothing.
 
 		Like kubectl rebalance deschedule, it elects a leader on a Lease in the
@@ -96,10 +96,10 @@ var (
 		kubectl rebalance failback -A --dry-run
 
 		# 10 workloads at a time, each ready within 5m, stopping after 3 failures; keep records a day
-		kubectl rebalance failback -A --max-in-flight 10 --progress-deadline 5m --max-failures 3 --ttl 86400
+		kubectl rebalance failback -A --max-in-flight 10 --progress-deadline 5m --max-failures 3 --ttl 24h
 
 		# Only labelled workloads of one namespace, only back to member1, with metrics and probes
-		kubectl rebalance failback -n shop -l tier=web --clusters member1 --metrics-bind-address :8080 --health-probe-bind-address :10358`)
+		kubectl rebalance failback -n shop -l tier=web -C member1 --metrics-bind-address :8080 --health-probe-bind-address :10358`)
 )
 
 // Defaults of the failback command.
@@ -107,7 +107,7 @@ const (
 	defaultStabilizationWindow = 5 * time.Minute
 	defaultFailbackCooldown    = 30 * time.Minute
 	defaultFailbackMaxInFlight = 10
-	defaultFailbackTTL         = 86400
+	defaultFailbackTTL         = 24 * time.Hour
 	defaultFailbackLeaseName   = "kubectl-rebalance-failback"
 )
 
@@ -121,15 +121,19 @@ type FailbackOptions struct {
 	Clusters            []string
 	AllNamespaces       bool
 	LabelSelector       string
-	DryRun              bool
-	TTL                 int32
-	MaxInFlight         int
-	WaitReady           bool
-	ProgressDeadline    time.Duration
-	MaxFailures         int
-	Pause               time.Duration
-	QPS                 float32
-	Burst               int
+	// DryRunFlag is --dry-run: none, client or server; DryRun is set by
+	// Complete.
+	DryRunFlag string
+	DryRun     rebalance.DryRun
+	// TTL is --ttl, whole seconds once validated.
+	TTL              time.Duration
+	MaxInFlight      int
+	WaitReady        bool
+	ProgressDeadline time.Duration
+	MaxFailures      int
+	Pause            time.Duration
+	QPS              float32
+	Burst            int
 	estimatorOptions
 	// handoverOptions are kubectl rebalance's --max-surge and
 	// --max-unavailable: a failback moves make-before-break as it does.
@@ -157,6 +161,8 @@ func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
 		Cooldown:            defaultFailbackCooldown,
 		Kinds:               []string{"deployments.apps"},
 		TTL:                 defaultFailbackTTL,
+		DryRunFlag:          dryRunNone,
+		DryRun:              rebalance.DryRunNone,
 		MaxInFlight:         defaultFailbackMaxInFlight,
 		WaitReady:           true,
 		ProgressDeadline:    defaultProgressDeadline,
@@ -189,9 +195,6 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
-	})
 	o.AddFlags(cmd)
 	return cmd
 }
@@ -199,23 +202,22 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 // AddFlags registers the command's own flags.
 func (o *FailbackOptions) AddFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
-	flags.DurationVar(&o.StabilizationWindow, "stabilization-window", o.StabilizationWindow, "How long a recovered cluster must stay Ready and free of NoSchedule/NoExecute taints before its workloads fail back; a failure during the window starts it over.")
-	flags.DurationVar(&o.Cooldown, "cooldown", o.Cooldown, "A cluster that fails again less than this after its last failback must then stay healthy this long (instead of --stabilization-window) before the next one: a flapping cluster is not failed back on every cycle. 0 turns it off.")
+	durationVar(flags, &o.StabilizationWindow, "stabilization-window", o.StabilizationWindow, "How long a recovered cluster must stay Ready and free of NoSchedule/NoExecute taints before its workloads fail back; a failure during the window starts it over.")
+	durationVar(flags, &o.Cooldown, "cooldown", o.Cooldown, "A cluster that fails again less than this after its last failback must then stay healthy this long (instead of --stabilization-window) before the next one: a flapping cluster is not failed back on every cycle. 0 turns it off.")
 	flags.BoolVar(&o.RebalanceAll, "rebalance-all", o.RebalanceAll, "Fail back every selected workload a fresh reschedule gives replicas on a recovered cluster, not only those its failure displaced (evicted from it, or moved off it while it was down).")
 	flags.StringSliceVar(&o.Kinds, "kinds", o.Kinds, "Workload kinds failed back, named as kubectl names resources (deployments.apps, a custom resource's plural.group); StatefulSets need --include-stateful.")
 	flags.BoolVar(&o.IncludeStateful, "include-stateful", o.IncludeStateful, "Fail back StatefulSets too (added to the default --kinds, and allowed in --kinds): their pods on the recovered cluster start from the volumes left there before the failover, not from the data written since; see docs/failback.md.")
-	flags.StringSliceVar(&o.Clusters, "clusters", o.Clusters, "Fail back only to these member clusters; every cluster when empty.")
+	addClustersFlag(flags, &o.Clusters, "Fail back only to these member clusters (e.g. -C member1,member2); every cluster when empty.")
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Fail back workloads in all namespaces.")
 	flags.StringVarP(&o.LabelSelector, "selector", "l", o.LabelSelector, "Only workloads whose labels match this selector (e.g. -l app=web,tier!=db).")
-	flags.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Log what each failback would do (the workloads a fresh reschedule gives replicas on the recovered cluster); write nothing and record no events.")
-	flags.Int32Var(&o.TTL, "ttl", o.TTL, "spec.ttlSecondsAfterFinished of each failback's WorkloadRebalancer: deleted this many seconds after it finished (by the daemon, or Karmada's controller); 0 deletes it at once.")
+	addDryRunFlag(cmd, &o.DryRunFlag, "Log what each failback would do (the workloads a fresh reschedule gives replicas on the recovered cluster), record no events and no WorkloadRebalancer; with client the bindings are only read, with server the triggers are sent with dryRun=All and nothing is persisted.")
+	durationVar(flags, &o.TTL, "ttl", o.TTL, "spec.ttlSecondsAfterFinished of each failback's WorkloadRebalancer (a duration such as 24h, or seconds such as 86400, counted in whole seconds): deleted this long after it finished (by the daemon, or Karmada's controller); 0 deletes it at once.")
 	flags.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "At most this many workloads of a failback between \"trigger written\" and \"done\" at a time (as kubectl rebalance --max-in-flight).")
 	flags.BoolVar(&o.WaitReady, "wait-ready", o.WaitReady, "A workload is done once rescheduled and the replicas of its new placement are ready; with false, rescheduled is done.")
-	flags.DurationVar(&o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "How long each workload may take from its start to done before it counts as failed; 0 means no limit.")
+	durationVar(flags, &o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "How long each workload may take from its start to done before it counts as failed; 0 means no limit.")
 	flags.IntVar(&o.MaxFailures, "max-failures", o.MaxFailures, "Stop starting workloads of a failback once this many failed; those in flight finish, the rest stay pending in its record. 0 means no limit.")
-	flags.DurationVar(&o.Pause, "pause", o.Pause, "Keep a slot free this long after its workload finished before the next one takes it.")
-	flags.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the Karmada apiserver.")
-	flags.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Requests sent at once before --kube-api-qps applies.")
+	durationVar(flags, &o.Pause, "pause", o.Pause, "Keep a slot free this long after its workload finished before the next one takes it.")
+	addRateLimitFlags(cmd, &o.QPS, &o.Burst, "Requests per second to the Karmada apiserver.", "Requests sent at once before --kube-api-qps applies.")
 	addEstimatorFlags(cmd, &o.estimatorOptions)
 	o.handoverOptions.addFlags(cmd)
 
@@ -237,21 +239,25 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 		*o.configFlags.Context = f.Value.String()
 	}
 	o.configArgs = forwardedConfigArgs(o.configFlags)
+	mode, err := dryRunMode(o.DryRunFlag, o.ErrOut)
+	if err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
+	}
+	o.DryRun = rebalance.DryRun(mode)
 	if o.IncludeStateful && !cmd.Flags().Changed("kinds") {
 		o.Kinds = append(o.Kinds, "statefulsets.apps")
 	}
 	o.daemonFlags.complete()
-	var err error
 	o.namespace, _, err = o.configFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return fmt.Errorf("cannot read the namespace from the kubeconfig, fix it or pass --kubeconfig: %w", err)
+		return kubeconfigError(o.configFlags, err)
 	}
 	if o.AllNamespaces {
 		o.namespace = ""
 	}
 	o.restConfig, err = o.configFlags.ToRESTConfig()
 	if err != nil {
-		return fmt.Errorf("cannot build a client for the Karmada apiserver from the kubeconfig, check --kubeconfig and --karmada-context: %w", err)
+		return kubeconfigError(o.configFlags, err)
 	}
 	o.restConfig = rest.CopyConfig(o.restConfig)
 	o.restConfig.QPS, o.restConfig.Burst = o.QPS, o.Burst
@@ -305,17 +311,25 @@ func (o *FailbackOptions) Validate() error {
 		return fmt.Errorf("--max-failures must be 0 (no limit) or more, got %d", o.MaxFailures)
 	case o.ProgressDeadline < 0 || o.Pause < 0:
 		return errors.New("--progress-deadline and --pause cannot be negative")
-	case o.TTL < 0:
-		return fmt.Errorf("invalid --ttl %d: a ttl cannot be negative; 0 deletes each record as soon as it finished", o.TTL)
 	case len(o.Kinds) == 0:
 		return errors.New("--kinds is empty: name the workload kinds to fail back, e.g. --kinds deployments.apps")
-	case o.QPS <= 0 || o.Burst <= 0:
-		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	}
+	if o.TTL < 0 {
+		return fmt.Errorf("invalid --ttl %s: a ttl cannot be negative; 0 deletes each record as soon as it finished, e.g. --ttl 24h", o.TTL)
+	}
+	if _, err := wholeSeconds("ttl", o.TTL, "24h"); err != nil {
+		return err
+	}
+	if err := validateRateLimits(o.QPS, o.Burst); err != nil {
+		return err
 	}
 	if err := o.daemonFlags.validate(); err != nil {
 		return err
 	}
 	if err := o.validateEstimator(); err != nil {
+		return err
+	}
+	if err := checkBudgetFlags(&o.handoverOptions); err != nil {
 		return err
 	}
 	if err := o.handoverOptions.validate(); err != nil {
@@ -379,20 +393,22 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitError, err)
 	}
 
-	ttl := o.TTL
+	ttl := o.ttlSeconds()
 	controller := failback.New(karmada, &failbackRunner{o: o, log: log}, failback.Options{
 		Window:       o.StabilizationWindow,
 		Cooldown:     o.Cooldown,
 		RebalanceAll: o.RebalanceAll,
 		Namespace:    o.namespace,
 		TTL:          &ttl,
-		DryRun:       o.DryRun,
+		DryRun:       o.DryRun != rebalance.DryRunNone,
 		Clusters:     o.Clusters,
 		Metrics:      metrics,
 		Events:       events,
 		Logger:       log,
+		Explain:      o.endpoint().explainKeep,
+		Retriable:    daemonRetriable(ctx),
 		Leftovers: func(ctx context.Context) {
-			sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.namespace, all: o.namespace == ""}, o.DryRun)
+			sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.namespace, all: o.namespace == ""}, o.DryRun != rebalance.DryRunNone)
 		},
 	})
 	var le *daemon.LeaderElection
@@ -409,16 +425,30 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "cooldown", o.Cooldown.String(), "rebalanceAll", o.RebalanceAll, "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
-		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "maxSurge", o.MaxSurge, "maxUnavailable", o.MaxUnavailable, "ttl", o.TTL, "dryRun", o.DryRun, "leaderElect", o.LeaderElect)
+		"progressDeadline", o.ProgressDeadline.String(), "waitReady", o.WaitReady, "maxSurge", o.MaxSurge, "maxUnavailable", o.MaxUnavailable, "ttl", o.TTL.String(), "dryRun", string(o.DryRun), "leaderElect", o.LeaderElect)
 	runErr := controller.Run(ctx, le, health)
 	stopServing()
 	waitServers()
 	if runErr != nil {
+		var explained *explainedError
+		if errors.As(runErr, &explained) {
+			// The catalogue's words name the server and the context.
+			return withExitCode(ExitError, runErr)
+		}
 		return withExitCode(ExitError, fmt.Errorf("%w (Karmada apiserver %s)", runErr, o.restConfig.Host))
 	}
 	log.Info("stopped")
 	return nil
 }
+
+// endpoint names the daemon's API server for the error catalogue.
+func (o *FailbackOptions) endpoint() endpoint {
+	return endpoint{context: contextName(o.configFlags), server: o.restConfig.Host, guard: o.guard}
+}
+
+// ttlSeconds is --ttl as spec.ttlSecondsAfterFinished (Validate made sure
+// it fits).
+func (o *FailbackOptions) ttlSeconds() int32 { return int32(o.TTL / time.Second) }
 
 // isStatefulSetKind reports whether a --kinds entry names StatefulSets, in
 // any of the ways kubectl accepts.
@@ -432,7 +462,7 @@ func isStatefulSetKind(k string) bool {
 
 // failbackRunner runs each failback with kubectl rebalance's engine
 // (pkg/run): the workloads are resolved and selected as
-// 'kubectl rebalance KINDS --to-cluster CLUSTER' resolves and selects them,
+// 'kubectl rebalance KINDS --clusters CLUSTER' resolves and selects them,
 // and rebalanced in waves under the recovery's record.
 type failbackRunner struct {
 	o   *FailbackOptions
@@ -531,11 +561,11 @@ func (r *failbackRunner) request(req failback.Request, resolved *rebalance.Resol
 		Workers:     o.Burst,
 		Timeout:     defaultTimeout,
 	}
-	if o.DryRun {
-		out.DryRun = rebalance.DryRunClient
+	if o.DryRun != rebalance.DryRunNone {
+		out.DryRun = o.DryRun
 		return out
 	}
-	ttl := o.TTL
+	ttl := o.ttlSeconds()
 	out.Record = run.Recording{TTL: &ttl, Labels: failback.RecordLabels(req.Cluster, req.Key)}
 	if len(resolved.Rebalancers) == 0 {
 		out.Record.Name = req.Name
@@ -562,7 +592,7 @@ func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*f
 	log := r.log.With("cluster", req.Cluster, "record", req.Name)
 	out := &logLines{log: log, msg: "rebalance"}
 	defer out.Flush()
-	report := &failback.Report{DryRun: r.o.DryRun}
+	report := &failback.Report{DryRun: r.o.DryRun != rebalance.DryRunNone}
 	if !req.Resume && !req.All && len(req.Workloads) == 0 {
 		log.Info("rebalance", "line", "no workload was displaced by the failure of "+req.Cluster+" (evicted from it, or moved off it while it was down); nothing to fail back (--rebalance-all fails back every workload that would gain)")
 		return report, nil
@@ -609,7 +639,7 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 			}
 		}
 		selectCtx, cancel := deadlineContext(ctx, t.deadline)
-		_, err := t.selectTargets(selectCtx, resolved, predict.Selection{ToCluster: req.Cluster})
+		_, err := t.selectTargets(selectCtx, resolved, predict.Selection{Clusters: []string{req.Cluster}})
 		cancel()
 		if err != nil || len(resolved.Targets) == 0 {
 			return false, failbackError(err)
@@ -650,11 +680,11 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 				report.BudgetSpent = res.Waves.Stop == waves.StopFailureBudget
 			}
 			// The rows in the log, as the command prints them with -o wide.
-			if err := rbprinters.PrintRows(out, res.Rows, rbprinters.RowPrintOptions{Wide: true, WithNamespace: t.AllNamespaces, DryRun: r.o.DryRun}); err != nil {
+			if err := rbprinters.PrintRows(out, res.Rows, rbprinters.RowPrintOptions{Wide: true, WithNamespace: t.AllNamespaces, DryRun: r.o.DryRun != rebalance.DryRunNone}); err != nil {
 				return err
 			}
 			fmt.Fprintln(out, rowsSummary(res.Rows, rr.DryRun))
-			if r.o.DryRun {
+			if r.o.DryRun != rebalance.DryRunNone {
 				warnUnchangeable(out, res.Rows)
 			}
 			return nil

@@ -34,7 +34,12 @@ func TestFailbackFlagErrors(t *testing.T) {
 		{[]string{"--stabilization-window", "-1s"}, "--stabilization-window cannot be negative, got -1s"},
 		{[]string{"--max-in-flight", "0"}, "--max-in-flight must be at least 1, got 0: a failback goes in waves"},
 		{[]string{"--max-failures", "-1"}, "--max-failures must be 0 (no limit) or more, got -1"},
-		{[]string{"--ttl", "-5"}, "invalid --ttl -5: a ttl cannot be negative"},
+		{[]string{"--ttl", "-5"}, "invalid --ttl -5s: a ttl cannot be negative"},
+		{[]string{"--ttl", "1.5s"}, "invalid --ttl 1.5s: it is counted in whole seconds; e.g. --ttl 24h"},
+		{[]string{"--ttl", "a day"}, `invalid --ttl "a day": give a duration such as 30s, 5m or 1h30m, or a whole number of seconds such as 300`},
+		{[]string{"--dry-run=maybe"}, `invalid --dry-run "maybe": use none, client or server`},
+		{[]string{"--kube-api-qps", "0"}, "--kube-api-qps and --kube-api-burst must be greater than zero"},
+		{[]string{"--max-surge", "lots"}, `invalid --max-surge "lots": give a number of replicas (e.g. --max-surge 1) or a percentage of the workload's replicas (e.g. --max-surge 25%)`},
 		{[]string{"--kinds", "deploy/x"}, `invalid --kinds entry "deploy/x"`},
 		{[]string{"--kinds", "deployments.apps,sts"}, "--kinds sts names StatefulSets, which are failed back only with --include-stateful"},
 		{[]string{"--cooldown", "-1m"}, "--cooldown cannot be negative, got -1m0s"},
@@ -106,7 +111,7 @@ func TestFailbackRunRequest(t *testing.T) {
 	assert.Equal(t, name, resumed.Record.Name, "the planned workloads resume under the record's name")
 	assert.Nil(t, resumed.Record.Annotations, "the record keeps the list it has")
 
-	o.DryRun = true
+	o.DryRun = rebalance.DryRunClient
 	dry := r.request(fresh, resolved)
 	assert.Equal(t, rebalance.DryRunClient, dry.DryRun)
 	assert.Zero(t, dry.Record)
@@ -158,7 +163,7 @@ func TestFailbackMoveOptions(t *testing.T) {
 		name     string
 		args     []string
 		release  *karmadaversion.Info
-		dryRun   bool
+		dryRun   rebalance.DryRun
 		wantErr  string
 		budget   handover.Budget
 		mover    bool
@@ -178,11 +183,11 @@ func TestFailbackMoveOptions(t *testing.T) {
 			line:     "moving in one write: this Karmada release cannot suspend a binding's scheduling",
 			oneWrite: "this Karmada release cannot suspend a binding's scheduling",
 			warning:  "warning: Karmada v1.12 has no spec.suspension.scheduling on bindings (added in v1.13): moving in one write"},
-		{name: "a dry run moves nothing", dryRun: true},
+		{name: "a dry run moves nothing", dryRun: rebalance.DryRunClient},
 		{name: "no room to move", args: []string{"--max-surge=0", "--max-unavailable=0%"},
 			wantErr: "--max-surge and --max-unavailable cannot both be 0: a move needs room for an extra replica or leave to stop one first"},
-		{name: "bad surge", args: []string{"--max-surge=lots"}, wantErr: "--max-surge lots: invalid value for IntOrString: invalid type: string is not a percentage"},
-		{name: "bad unavailable", args: []string{"--max-unavailable=-1"}, wantErr: "--max-surge 100% and --max-unavailable -1 must not be negative"},
+		{name: "bad surge", args: []string{"--max-surge=lots"}, wantErr: `invalid --max-surge "lots": give a number of replicas (e.g. --max-surge 1) or a percentage of the workload's replicas (e.g. --max-surge 25%)`},
+		{name: "bad unavailable", args: []string{"--max-unavailable=-1"}, wantErr: `invalid --max-unavailable "-1": it cannot be negative`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +196,9 @@ func TestFailbackMoveOptions(t *testing.T) {
 			o.AddFlags(cmd)
 			require.NoError(t, cmd.ParseFlags(tt.args))
 			o.DryRun = tt.dryRun
+			if o.DryRun == "" {
+				o.DryRun = rebalance.DryRunNone
+			}
 			err := o.Validate()
 			if tt.wantErr != "" {
 				require.Error(t, err)

@@ -47,7 +47,7 @@ func (r *fuzzRig) run(t *testing.T, args ...string) {
 	root := NewCmdRebalance(streams)
 	root.SetArgs(append([]string{"--kubeconfig", r.kubeconfig, "--cache-dir", r.cacheDir, "--timeout", "5s"}, args...))
 	code := Execute(root, streams)
-	stderr := errOut.String()
+	stderr := withoutFlagNotices(errOut.String())
 	if code < ExitOK || code > ExitPending {
 		t.Fatalf("undocumented exit code %d for %q:\n%s", code, args, stderr)
 	}
@@ -57,6 +57,16 @@ func (r *fuzzRig) run(t *testing.T, args ...string) {
 	if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic:") {
 		t.Fatalf("a crash for %q:\n%s", args, stderr)
 	}
+}
+
+// withoutFlagNotices drops pflag's notices ("Flag --qps has been
+// deprecated, ...") that come before an error.
+func withoutFlagNotices(stderr string) string {
+	for strings.HasPrefix(stderr, "Flag --") {
+		_, rest, _ := strings.Cut(stderr, "\n")
+		stderr = rest
+	}
+	return stderr
 }
 
 // safeArg keeps fuzzed arguments away from standard input, files and
@@ -130,6 +140,7 @@ func FuzzFlagValues(f *testing.F) {
 		}
 		rig.run(t, "deploy/web", "--dry-run=client", "--timeout="+value)
 		rig.run(t, "deploy/web", "--ttl="+value, "--dry-run=client")
+		rig.run(t, "deploy/web", "--kube-api-qps="+value)
 		rig.run(t, "deploy/web", "--qps="+value)
 		rig.run(t, "deschedule", "--dry-run=client", "--unschedulable-threshold="+value)
 		rig.run(t, "deschedule", "--dry-run=client", "--timeout="+value, "--max-replicas-per-pass="+value)

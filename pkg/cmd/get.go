@@ -22,7 +22,6 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/templates"
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
@@ -89,12 +88,12 @@ func NewGetOptions(streams genericiooptions.IOStreams) *GetOptions {
 func NewCmdGet(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewGetOptions(streams)
 	cmd := &cobra.Command{
-		Use:                   "get [NAME] [-o wide|yaml|json|name]",
+		Use:                   "get [NAME] [-o FORMAT]",
 		DisableFlagsInUseLine: true,
 		Short:                 "List WorkloadRebalancers with a summary, or show the workloads of one",
 		Long:                  getLong,
 		Example:               getExample,
-		Args:                  cobra.MaximumNArgs(1),
+		Args:                  maxArgs(1, "name", "run 'kubectl rebalance get' to list every WorkloadRebalancer, or 'kubectl rebalance get NAME' for one"),
 		SilenceUsage:          true,
 		SilenceErrors:         true,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -120,15 +119,12 @@ func NewCmdGet(streams genericiooptions.IOStreams) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
-	})
 	o.PrintFlags.AddFlags(cmd)
 	output := cmd.Flags().Lookup("output")
 	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table.", strings.Join(o.PrintFlags.AllowedFormats(), ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"wide"}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
+	durationVar(cmd.Flags(), &o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
 	return cmd
 }
 
@@ -163,12 +159,12 @@ func (o *GetOptions) Complete(cmd *cobra.Command, args []string) error {
 
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
-		return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+		return kubeconfigError(o.ConfigFlags, err)
 	}
 	config = o.guard.wrapConfig(rest.CopyConfig(config))
 	client, err := karmadaclient.NewForConfig(config)
 	if err != nil {
-		return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+		return kubeconfigError(o.ConfigFlags, err)
 	}
 	o.client = client.AppsV1alpha1().WorkloadRebalancers()
 	o.discovery = client.Discovery()

@@ -133,7 +133,8 @@ func TestGetUsage(t *testing.T) {
 	code, out, errOut := runRebalance(t, "--kubeconfig", kubeconfig, "get", "a", "b")
 	assert.Equal(t, ExitError, code)
 	assert.Empty(t, out)
-	assert.Contains(t, errOut, "accepts at most 1 arg(s), received 2")
+	assert.Contains(t, errOut, `error: get takes at most 1 name, got 2 ("a" "b"); run 'kubectl rebalance get' to list every WorkloadRebalancer, or 'kubectl rebalance get NAME' for one`)
+	assert.NotContains(t, errOut, "arg(s)")
 
 	code, _, errOut = runRebalance(t, "--kubeconfig", kubeconfig, "get", "-o", "table")
 	assert.Equal(t, ExitError, code)
@@ -141,5 +142,6 @@ func TestGetUsage(t *testing.T) {
 
 	code, out, _ = runRebalance(t, "get", "--help")
 	assert.Equal(t, ExitOK, code)
-	assert.Contains(t, out, "kubectl rebalance get [NAME] [-o wide|yaml|json|name]")
+	assert.Contains(t, out, "kubectl rebalance get [NAME] [-o FORMAT]")
+	assert.Contains(t, out, "One of: (wide, json, yaml, kyaml, name, go-template")
 }

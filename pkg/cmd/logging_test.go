@@ -149,7 +149,8 @@ func TestVerbosity(t *testing.T) {
 	}
 	code, _, errOut := runRebalance(t, "--kubeconfig", kubeconfig, "deploy/a", "-v=x")
 	assert.Equal(t, ExitError, code)
-	assert.Contains(t, errOut, `invalid argument "x" for "-v, --v" flag`)
+	assert.Contains(t, errOut, `invalid --v "x": give a whole number, e.g. --v 10`)
+	assert.NotContains(t, errOut, "strconv")
 }
 
 // TestVerbosityDaemonLogs checks that -v raises the level of deschedule's

@@ -36,7 +36,11 @@ var (
 		The prediction runs Karmada's own scheduling algorithm (the generic
 		scheduler, its default plugins and the general estimator, from the
 		Karmada module this plugin is built with) over the live Cluster objects
-		and each binding's placement and replica requirements. Workloads are
+		and each binding's placement and replica requirements. Where
+		karmada-scheduler also asks a karmada-scheduler-estimator per member
+		(--scheduler-estimator), the free capacity it would answer is computed
+		with the estimator's code from each member's nodes and pods, read
+		through the Karmada cluster proxy or --member-kubeconfig. Workloads are
 		predicted in the order kubectl rebalance triggers them. Like
 		karmada-scheduler with its default feature gates, every decision of a
 		batch reads the same resource summaries (members refresh them only
@@ -58,8 +62,9 @@ var (
 		Every workload gets a verdict: WouldMove, Unchanged, CannotFit (the
 		scheduler would fail; with NoClusterFit it would empty the placement),
 		CannotPredict (the scheduler would consult something the client cannot
-		see, such as a karmada-scheduler-estimator or a cluster that is not
-		Ready, or data is missing), or CannotChange (the scheduler ignores the
+		see: a karmada-scheduler-estimator of a member whose nodes and pods
+		could not be read, or a cluster that is not Ready; or data is
+		missing), or CannotChange (the scheduler ignores the
 		trigger, or the placement is Duplicated or divided by static weights).
 		The table is followed by the replicas per cluster before and after
 		and the counts of each verdict. -o wide adds the division and the
@@ -68,9 +73,9 @@ var (
 		WorkloadRebalancer of the selected workloads, to apply or to pass to
 		kubectl rebalance -f.
 
-		Workloads are named as for kubectl rebalance. --to-cluster keeps the
-		workloads that would gain replicas on a cluster, --changed-only those
-		whose placement would change. Reads cost one LIST of clusters and one
+		Workloads are named as for kubectl rebalance. -C/--clusters keeps the
+		workloads that would gain replicas on one of the clusters named,
+		--changed-only those whose placement would change. Reads cost one LIST of clusters and one
 		LIST of bindings per namespace (one in all with -A), whatever the
 		number of workloads.`)
 
@@ -79,10 +84,10 @@ var (
 		kubectl rebalance plan deployments -A
 
 		# Which workloads would come back to member1, which recovered from a failure?
-		kubectl rebalance plan deployments -A --to-cluster member1
+		kubectl rebalance plan deployments -A -C member1
 
 		# The same with the division and the reason of each verdict
-		kubectl rebalance plan deployments -A --to-cluster member1 -o wide
+		kubectl rebalance plan deployments -A -C member1 -o wide
 
 		# A WorkloadRebalancer of only the workloads that would change, to review and apply
 		kubectl rebalance plan deployments -n shop --all --changed-only -o yaml > rebalancer.yaml
@@ -98,7 +103,7 @@ type PlanOptions struct {
 	targets    *targetOptions
 	PrintFlags *genericclioptions.PrintFlags
 	NoHeaders  bool
-	// Selection holds --to-cluster and --changed-only.
+	// Selection holds -C/--clusters and --changed-only.
 	Selection predict.Selection
 	// Options hold --overcommit-protection.
 	Options predict.Options
@@ -140,17 +145,13 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
-	})
-
 	flags := cmd.Flags()
 	cmdutil.AddFilenameOptionFlags(cmd, &targets.FilenameOptions, "identifying the workloads to predict, or a WorkloadRebalancer manifest whose workloads to predict.")
 	cmdutil.AddLabelSelectorFlagVar(cmd, &targets.LabelSelector)
 	flags.BoolVarP(&targets.AllNamespaces, "all-namespaces", "A", false, "Predict the selected workloads in all namespaces.")
 	flags.BoolVar(&targets.All, "all", false, "Predict all workloads of the given types in the namespace.")
 	flags.BoolVar(&o.NoHeaders, "no-headers", false, "Leave out the table's header line (default and wide output).")
-	flags.DurationVar(&targets.Timeout, "timeout", targets.Timeout, "How long to wait for the API server before giving up.")
+	durationVar(flags, &targets.Timeout, "timeout", targets.Timeout, "How long to wait for the API server before giving up (a duration, or seconds).")
 	addSelectionFlags(cmd, &o.Selection, "Keep only")
 	addEstimatorFlags(cmd, &targets.estimatorOptions)
 	flags.BoolVar(&o.Options.OvercommitProtection, "overcommit-protection", false,
@@ -162,10 +163,13 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 	return cmd
 }
 
-// addSelectionFlags registers --to-cluster and --changed-only, which plan
+// addSelectionFlags registers -C/--clusters and --changed-only, which plan
 // and kubectl rebalance share; verb starts their help.
 func addSelectionFlags(cmd *cobra.Command, sel *predict.Selection, verb string) {
-	cmd.Flags().StringVar(&sel.ToCluster, "to-cluster", "", verb+" the workloads whose predicted placement gives this member cluster more replicas than it has now.")
+	addClustersFlag(cmd.Flags(), &sel.Clusters, verb+" the workloads whose predicted placement gives one of these member clusters more replicas than it has now (e.g. -C member1,member2, or -C member1 -C member2).")
+	// --to-cluster named one cluster before -C/--clusters, karmadactl's
+	// name, took a list.
+	addFlagAlias(cmd.Flags(), "clusters", "to-cluster", true)
 	cmd.Flags().BoolVar(&sel.ChangedOnly, "changed-only", false, verb+" the workloads whose predicted placement differs from the current one.")
 }
 
@@ -326,7 +330,7 @@ func (o *targetOptions) predictSource(mode predict.EstimatorMode) (predict.Sourc
 }
 
 // predict reads the bindings and clusters of targets (or takes those read
-// ahead, o.ahead) and predicts them. It fails when --to-cluster names a
+// ahead, o.ahead) and predicts them. It fails when --clusters names a
 // cluster the control plane does not have.
 func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
 	in, ok, err := o.ahead.input(ctx, targets, o.AllNamespaces)
@@ -345,13 +349,16 @@ func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target,
 	if err != nil {
 		return nil, nil, withExitCode(ExitError, o.apiError(err))
 	}
-	if sel.ToCluster != "" && !slices.ContainsFunc(in.Clusters, func(c *clusterv1alpha1.Cluster) bool { return c.Name == sel.ToCluster }) {
+	for _, want := range sel.Clusters {
+		if slices.ContainsFunc(in.Clusters, func(c *clusterv1alpha1.Cluster) bool { return c.Name == want }) {
+			continue
+		}
 		names := make([]string, 0, len(in.Clusters))
 		for _, c := range in.Clusters {
 			names = append(names, c.Name)
 		}
-		return nil, nil, withExitCode(ExitError, fmt.Errorf("--to-cluster %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
-			sel.ToCluster, o.serverURL(), strings.Join(names, ", ")))
+		return nil, nil, withExitCode(ExitError, fmt.Errorf("--clusters %q: no such member cluster on %s (clusters: %s); name a cluster from 'kubectl get clusters'",
+			want, o.serverURL(), strings.Join(names, ", ")))
 	}
 	// The release decides where its scheduler differs from the pinned one
 	// (one or two GETs). Unknown, the pinned rules apply, and the user is told.
@@ -435,15 +442,8 @@ func warnOvercommits(w io.Writer, over []predict.Overcommit, gate bool) {
 // countsLine is the counts line, naming the selection that made it.
 func (o *PlanOptions) countsLine(predictions []predict.Prediction) string {
 	line := rbprinters.CountsLine(predictions)
-	var by []string
-	if o.Selection.ToCluster != "" {
-		by = append(by, "--to-cluster "+o.Selection.ToCluster)
-	}
-	if o.Selection.ChangedOnly {
-		by = append(by, "--changed-only")
-	}
-	if len(by) > 0 {
-		line += " (selected by " + strings.Join(by, " ") + ")"
+	if by := selectionText(o.Selection); by != "" {
+		line += " (selected by " + by + ")"
 	}
 	return line
 }

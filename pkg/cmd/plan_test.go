@@ -21,7 +21,12 @@ func TestPlanUsageErrors(t *testing.T) {
 		{name: "all and selector", args: []string{"plan", "deployments", "--all", "-l", "app=x"}, wantErr: "error: --all and --selector cannot be combined"},
 		{name: "bad estimator mode", args: []string{"plan", "deploy/a", "--scheduler-estimator", "maybe"}, wantErr: `error: invalid --scheduler-estimator "maybe": use auto, enabled or disabled`},
 		{name: "bad output", args: []string{"plan", "deploy/a", "-o", "table"}, wantErr: `error: invalid --output "table": use one of wide, report-json, report-yaml`},
-		{name: "write flags are not plan flags", args: []string{"plan", "deploy/a", "--dry-run"}, wantErr: "error: unknown flag: --dry-run"},
+		{name: "write flags are not plan flags", args: []string{"plan", "deploy/a", "--dry-run"}, wantErr: `error: unknown flag --dry-run for "kubectl rebalance plan"`},
+		{name: "a cluster that is a kubeconfig entry", args: []string{"plan", "deploy/a", "--cluster", "member7"},
+			wantErr: "error: cannot use the kubeconfig: invalid configuration: no server found for cluster \"member7\"; check --kubeconfig and --karmada-context (or $KUBECONFIG); " +
+				"--cluster member7 names a cluster entry of the kubeconfig, and it has none of that name: to choose Karmada member clusters, use -C/--clusters member7"},
+		{name: "a misspelt clusters flag", args: []string{"plan", "deploy/a", "--clustres", "member1"},
+			wantErr: `error: unknown flag --clustres for "kubectl rebalance plan"; did you mean -C/--clusters or --cluster?`},
 		{
 			name:    "contexts that disagree",
 			args:    []string{"plan", "deploy/a", "--karmada-context", "member1", "--context", "karmada-apiserver"},
@@ -41,9 +46,11 @@ func TestPlanUsageErrors(t *testing.T) {
 func TestPlanHelpNamesTheFlags(t *testing.T) {
 	code, out, _ := runRebalance(t, "plan", "--help")
 	assert.Equal(t, ExitOK, code)
-	for _, flag := range []string{"--to-cluster", "--changed-only", "--scheduler-estimator", "report-json", "-A, --all-namespaces", "-l, --selector", "-f, --filename"} {
+	for _, flag := range []string{"-C, --clusters", "--changed-only", "--scheduler-estimator", "report-json", "-A, --all-namespaces", "-l, --selector", "-f, --filename"} {
 		assert.Contains(t, out, flag)
 	}
+	assert.NotContains(t, out, "--to-cluster", "the old name is hidden")
+	assert.NotContains(t, out, "--kubeconfig", "behind kubectl rebalance options")
 }
 
 // The overcommit warning suggests --overcommit-protection only where the

@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
@@ -45,6 +46,8 @@ var (
 		it then waits until the scheduler has answered every trigger and shows
 		the placement before and after.
 
+		Without arguments, the command prints this help.
+
 		Workloads are named as for kubectl get: TYPE/NAME, TYPE NAME..., a
 		label selector, --all, or files (-f). A file may hold a WorkloadRebalancer
 		manifest; its spec.workloads are rebalanced. The Karmada apiserver is
@@ -56,8 +59,12 @@ var (
 		manifest given with -f (an existing object of that name gets the
 		manifest's spec). Its workloads are triggered at its
 		creationTimestamp, as Karmada's controller does, and its status is
-		written with the controller's rules; with a ttl the command then waits
-		and deletes it ttl seconds after it finished. --server-side leaves the
+		written with the controller's rules. With a ttl (a duration, or
+		seconds), when Karmada's workloadRebalancer controller is seen to
+		handle the record (it is one of karmada-controller-manager's default
+		controllers), the command says when the controller deletes it and
+		returns; otherwise, or with --wait-ttl, it waits and deletes it itself
+		ttl after it finished. --server-side leaves the
 		triggers to Karmada's own controller and follows its status. List
 		records with 'kubectl rebalance get'.
 
@@ -101,8 +108,8 @@ var (
 		# Trigger without waiting, and keep the equivalent WorkloadRebalancer
 		kubectl rebalance deploy/nginx --wait=false -o yaml > rebalancer.yaml
 
-		# Record the run as a WorkloadRebalancer that deletes itself 5 minutes after it finished
-		kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 300
+		# Record the run as a WorkloadRebalancer that is deleted 5 minutes after it finished
+		kubectl rebalance deploy/nginx --name nginx-after-failover --ttl 5m
 
 		# Create or update the WorkloadRebalancer of a manifest, as Karmada's controller would handle it
 		kubectl rebalance -f rebalancer.yaml
@@ -153,6 +160,11 @@ type RebalanceOptions struct {
 	waveOptions
 	handoverOptions
 
+	// typo names the subcommands the first argument may be a typo of
+	// (commandTypo); Run asks the server whether it is a resource type.
+	typo    []string
+	cmdPath string
+
 	// Set by Complete.
 	DryRun       rebalance.DryRun
 	OutputFormat string
@@ -189,14 +201,22 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
-	})
 
 	// The kubeconfig flags and -v apply to every subcommand, as in kubectl.
 	o.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	// kubectl's usage of --request-timeout says nothing of this plugin's
+	// commands, whose 0 means different things.
+	cmd.PersistentFlags().Lookup("request-timeout").Usage = "How long to wait for the answer to a single request before giving up (a duration such as 30s, or seconds). " +
+		"0, the default, sets no limit of its own: kubectl rebalance, plan and get bound their requests by their --timeout; " +
+		"deschedule, and the failback daemon's own requests (clusters, records, events, the Lease), give up on a request after 1m."
 	addLogFlags(cmd.PersistentFlags())
-	cmd.PersistentPreRun = func(*cobra.Command, []string) { setupClientLogs(streams.ErrOut) }
+	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		setupClientLogs(streams.ErrOut)
+		if err := checkFlagAliases(c.Flags()); err != nil {
+			return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
+		}
+		return nil
+	}
 	cmd.PersistentFlags().StringVar(&o.KarmadaContext, "karmada-context", "",
 		"The kubeconfig context of the Karmada apiserver, as in karmadactl; the same as --context.")
 	o.AddFlags(cmd)
@@ -214,13 +234,27 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdGet(streams))
 	cmd.AddCommand(NewCmdRecover(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
+	cmd.AddCommand(NewCmdOptions(streams))
+	useKubectlHelp(cmd)
+	// Every subcommand explains its flag errors as the root does.
+	cmd.SetFlagErrorFunc(flagError)
+	useStderrForFlagNotices(cmd, streams.ErrOut)
 	return cmd
 }
 
 // runE completes, validates and runs the options of a command built with f.
 func (o *RebalanceOptions) runE(f cmdutil.Factory) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if printHelpWhenBare(cmd, args) {
+			return nil
+		}
+		o.typo = commandTypo(cmd, args)
 		if err := o.Complete(f, cmd, args); err != nil {
+			if len(o.typo) > 0 {
+				// A likely typo explains more than the kubeconfig it
+				// could not be checked against.
+				return withExitCode(ExitError, commandTypoError(cmd.CommandPath(), args, o.typo, false))
+			}
 			return withExitCode(ExitError, err)
 		}
 		if err := o.Validate(cmd); err != nil {
@@ -238,12 +272,12 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Rebalance the selected workloads in all namespaces.")
 	flags.BoolVar(&o.All, "all", o.All, "Rebalance all workloads of the given types in the namespace.")
 	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
-	flags.StringVar(&o.DryRunFlag, "dry-run", o.DryRunFlag, `Must be "none", "server", or "client". With client, bindings are only read; with server, the triggers are sent with dryRun=All and nothing is persisted. Nothing is waited for.`)
-	flags.Lookup("dry-run").NoOptDefVal = string(rebalance.DryRunClient)
+	addDryRunFlag(cmd, &o.DryRunFlag, "With client, bindings are only read; with server, the triggers are sent with dryRun=All and nothing is persisted. Nothing is waited for.")
 	flags.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the scheduler has answered every trigger, and show the placement it chose.")
-	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to retry failed requests and wait for the scheduler before giving up; rows still unfinished are reported as pending (exit code 3).")
-	flags.Float32Var(&o.QPS, "qps", o.QPS, "Requests per second the client may send to the Karmada apiserver. The default writes faster than karmada-scheduler answers, so that the scheduler sets the pace of a large run; --max-in-flight bounds how much is outstanding.")
-	flags.IntVar(&o.Burst, "burst", o.Burst, "Requests the client may send at once before --qps applies; also the number of bindings handled in parallel.")
+	durationVar(flags, &o.Timeout, "timeout", o.Timeout, "How long to retry failed requests and wait for the scheduler before giving up (a duration, or seconds); rows still unfinished are reported as pending (exit code 3).")
+	addRateLimitFlags(cmd, &o.QPS, &o.Burst,
+		"Requests per second the client may send to the Karmada apiserver. The default writes faster than karmada-scheduler answers, so that the scheduler sets the pace of a large run; --max-in-flight bounds how much is outstanding.",
+		"Requests the client may send at once before --kube-api-qps applies; also the number of bindings handled in parallel.")
 	o.addRecordFlags(cmd)
 	addSelectionFlags(cmd, &o.Selection, "Rebalance only")
 	addEstimatorFlags(cmd, &o.estimatorOptions)
@@ -251,16 +285,17 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	o.handoverOptions.addFlags(cmd)
 
 	o.PrintFlags.AddFlags(cmd)
-	output := flags.Lookup("output")
-	output.Usage = fmt.Sprintf("Output format. One of: (wide, %s). The default is a table.", strings.Join(o.PrintFlags.AllowedFormats(), ", "))
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"wide"}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("dry-run", cobra.FixedCompletions([]string{"none", "client", "server"}, cobra.ShellCompDirectiveNoFileComp))
+	formats := append([]string{"wide", rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, o.PrintFlags.AllowedFormats()...)
+	flags.Lookup("output").Usage = fmt.Sprintf("Output format. One of: (%s). The default is a table; report-json and report-yaml print a report of a run that is not recorded, for scripts; yaml and json print the WorkloadRebalancer equivalent to the run.",
+		strings.Join(formats, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Complete fills the options from the flags, the arguments and the kubeconfig.
 func (o *RebalanceOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args []string) error {
 	o.Args = args
 	o.factory = f
+	o.cmdPath = cmd.CommandPath()
 
 	if cmd.Flags().Changed("karmada-context") {
 		if cmd.Flags().Changed("context") && *o.ConfigFlags.Context != o.KarmadaContext {
@@ -269,18 +304,12 @@ func (o *RebalanceOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args 
 		*o.ConfigFlags.Context = o.KarmadaContext
 	}
 
-	switch o.DryRunFlag {
-	case "none", "false", "":
-		o.DryRun = rebalance.DryRunNone
-	case "client", "true":
-		o.DryRun = rebalance.DryRunClient
-	case "server":
-		o.DryRun = rebalance.DryRunServer
-	default:
-		return fmt.Errorf("invalid --dry-run value %q: use none, client or server", o.DryRunFlag)
+	mode, err := dryRunMode(o.DryRunFlag, o.ErrOut)
+	if err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
 	}
+	o.DryRun = rebalance.DryRun(mode)
 
-	var err error
 	o.Namespace, o.EnforceNamespace, err = f.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return o.kubeconfigError(err)
@@ -292,7 +321,7 @@ func (o *RebalanceOptions) Complete(f cmdutil.Factory, cmd *cobra.Command, args 
 	}
 	if o.OutputFormat != "" && o.OutputFormat != "wide" && !isReport(o.OutputFormat) {
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
-			return outputError(o.OutputFormat, err, o.PrintFlags.AllowedFormats())
+			return outputError(o.OutputFormat, err, append([]string{rbprinters.OutputReportJSON, rbprinters.OutputReportYAML}, o.PrintFlags.AllowedFormats()...))
 		}
 	}
 	return nil
@@ -310,8 +339,9 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 		return cmdutil.UsageErrorf(cmd, "--all and --selector cannot be combined: --all already selects every workload of the type")
 	case o.Timeout <= 0:
 		return cmdutil.UsageErrorf(cmd, "--timeout must be greater than zero, got %s", o.Timeout)
-	case o.QPS <= 0 || o.Burst <= 0:
-		return cmdutil.UsageErrorf(cmd, "--qps and --burst must be greater than zero, got %g and %d", o.QPS, o.Burst)
+	}
+	if err := validateRateLimits(o.QPS, o.Burst); err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
 	}
 	if err := o.validateEstimator(); err != nil {
 		return cmdutil.UsageErrorf(cmd, "%v", err)
@@ -321,6 +351,9 @@ func (o *RebalanceOptions) Validate(cmd *cobra.Command) error {
 	}
 	if err := o.validateWaves(cmd); err != nil {
 		return err
+	}
+	if err := checkBudgetFlags(&o.handoverOptions); err != nil {
+		return cmdutil.UsageErrorf(cmd, "%v", err)
 	}
 	if err := o.handoverOptions.validate(); err != nil {
 		return cmdutil.UsageErrorf(cmd, "%v", err)
@@ -341,6 +374,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	ctx = o.guard.runs(ctx)
 	// --timeout bounds the whole run, from the first request on.
 	o.deadline = time.Now().Add(o.Timeout)
+	if err := o.checkTypo(ctx); err != nil {
+		return err
+	}
 
 	mapper, resolved, err := o.startup(ctx)
 	if err != nil {
@@ -408,6 +444,29 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	return o.exitCode(result, err, recorded)
 }
 
+// checkTypo refuses a first argument that is likely a mistyped
+// subcommand (o.typo) unless the Karmada apiserver serves a resource type
+// of that name. A server that cannot be asked does not make a typo a type.
+func (o *RebalanceOptions) checkTypo(ctx context.Context) error {
+	if len(o.typo) == 0 {
+		return nil
+	}
+	checkCtx, cancel := deadlineContext(ctx, o.deadline)
+	defer cancel()
+	defer o.guard.bind(o.guard.bind(checkCtx))
+	mapper, err := o.factory.ToRESTMapper()
+	if err == nil {
+		_, err = mapper.ResourceFor(schema.GroupVersionResource{Resource: strings.ToLower(o.Args[0])})
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return withExitCode(ExitPending, errors.New("interrupted before any binding was read; nothing was written"))
+	}
+	return withExitCode(ExitError, commandTypoError(o.cmdPath, o.Args, o.typo, meta.IsNoMatchError(err)))
+}
+
 // request turns the flags and the resolved workloads into a run.
 func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 	req := run.Request{
@@ -419,10 +478,13 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 		Timeout:     o.Timeout,
 		Deadline:    o.deadline,
 		Record: run.Recording{
-			Name:       o.Name,
-			TTL:        o.ttl,
-			WaitTTL:    o.WaitTTL,
-			ServerSide: o.ServerSide,
+			Name:    o.Name,
+			TTL:     o.ttl,
+			WaitTTL: o.WaitTTL,
+			// Unless --wait-ttl is given, a record Karmada's controller
+			// deletes is left to it.
+			LeaveTTLToController: !o.waitTTLGiven,
+			ServerSide:           o.ServerSide,
 		},
 	}
 	if o.MaxInFlight > 0 {
@@ -527,11 +589,14 @@ func (o *targetOptions) printNothingFound() {
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *targetOptions) contextName() string {
-	if name := *o.ConfigFlags.Context; name != "" {
+func (o *targetOptions) contextName() string { return contextName(o.ConfigFlags) }
+
+// contextName names the kubeconfig context cf uses, for messages.
+func contextName(cf *genericclioptions.ConfigFlags) string {
+	if name := *cf.Context; name != "" {
 		return name
 	}
-	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	raw, err := cf.ToRawKubeConfigLoader().RawConfig()
 	if err != nil || raw.CurrentContext == "" {
 		return "<none>"
 	}

@@ -36,7 +36,7 @@ func (h *handoverOptions) addFlags(cmd *cobra.Command) {
 		"How many replicas above the workload's count may run while it moves (a number, or a percentage of its replicas, rounded up). The replicas a cluster gains start, and become ready, before another cluster loses any; a smaller surge moves in more steps.")
 	flags.StringVar(&h.MaxUnavailable, "max-unavailable", h.MaxUnavailable,
 		"How many of the replicas ready before a move may be unavailable during it (a number, or a percentage, rounded down). 0 keeps them all; 100% moves in one write, as a bare trigger does, and Karmada scales the losing clusters down at once.")
-	flags.DurationVar(&h.MoveTimeout, "move-timeout", handover.DefaultMoveTimeout,
+	durationVar(flags, &h.MoveTimeout, "move-timeout", handover.DefaultMoveTimeout,
 		"How long one make-before-break move may hold its binding, from its first write to its release, whatever --timeout says. The binding records it as the move's deadline: past it, `kubectl rebalance recover` and the deschedule and failback daemons recover a move whose process is gone.")
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // predictionOptions are the flags of kubectl rebalance that need a prediction
-// before the run: --to-cluster, --changed-only and the report outputs.
+// before the run: --clusters, --changed-only and the report outputs.
 type predictionOptions struct {
 	Selection predict.Selection
 	// predictions, by workload, are those made before the run; nil when
@@ -32,13 +32,13 @@ func (o *RebalanceOptions) needsPrediction() bool {
 	return !o.Selection.IsZero() || isReport(o.OutputFormat)
 }
 
-// selectTargets predicts the targets and, with a selection (--to-cluster,
+// selectTargets predicts the targets and, with a selection (--clusters,
 // --changed-only), keeps only the selected ones; it says on stderr how many
 // were selected. It returns the predictions of all, by workload.
 func (o *targetOptions) selectTargets(ctx context.Context, resolved *rebalance.Resolved, sel predict.Selection) (map[rebalance.Workload]predict.Prediction, error) {
 	if len(resolved.Rebalancers) > 0 && !sel.IsZero() {
-		return nil, withExitCode(ExitError, fmt.Errorf("--to-cluster and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
-			"run 'kubectl rebalance plan -f FILE --to-cluster ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
+		return nil, withExitCode(ExitError, fmt.Errorf("--clusters and --changed-only cannot narrow a WorkloadRebalancer manifest (%s): its spec.workloads are rebalanced as written; "+
+			"run 'kubectl rebalance plan -f FILE --clusters ... -o yaml' to write a narrowed manifest", resolved.Rebalancers[0].Name))
 	}
 	predictions, _, err := o.predict(ctx, resolved.Targets, sel, predict.EstimatorMode(o.Estimator), predict.Options{})
 	if err != nil {
@@ -78,8 +78,8 @@ func (o *targetOptions) selectTargets(ctx context.Context, resolved *rebalance.R
 // selectionText names the selection flags given.
 func selectionText(sel predict.Selection) string {
 	var by []string
-	if sel.ToCluster != "" {
-		by = append(by, "--to-cluster "+sel.ToCluster)
+	if len(sel.Clusters) > 0 {
+		by = append(by, "--clusters "+strings.Join(sel.Clusters, ","))
 	}
 	if sel.ChangedOnly {
 		by = append(by, "--changed-only")

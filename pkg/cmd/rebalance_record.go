@@ -2,8 +2,8 @@ package cmd
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	"github.com/spf13/cobra"
@@ -20,11 +20,15 @@ import (
 type recordOptions struct {
 	// Name is --name: the WorkloadRebalancer to create, or to reconcile again.
 	Name string
-	// TTLFlag is --ttl as typed; ttl is its value once validated.
-	TTLFlag string
+	// TTLFlag is --ttl (a duration or seconds); ttl is its value in
+	// seconds once validated.
+	TTLFlag time.Duration
 	ttl     *int32
 	// WaitTTL is --wait-ttl: after the run, wait for the TTL and delete.
-	WaitTTL bool
+	// Unless it is given, a run whose record Karmada's controller deletes
+	// leaves the deletion to it (waitTTLGiven).
+	WaitTTL      bool
+	waitTTLGiven bool
 	// ServerSide is --server-side: leave the triggers to the in-cluster controller.
 	ServerSide bool
 }
@@ -33,23 +37,23 @@ type recordOptions struct {
 func (o *RebalanceOptions) addRecordFlags(cmd *cobra.Command) {
 	flags := cmd.Flags()
 	flags.StringVar(&o.Name, "name", "", "Record the run as a WorkloadRebalancer (apps.karmada.io/v1alpha1) of this name. An existing one that lists the same workloads is reconciled again; one that lists others is left alone.")
-	flags.StringVar(&o.TTLFlag, "ttl", "", "Record the run (with a generated name unless --name is given) and set spec.ttlSecondsAfterFinished: the WorkloadRebalancer is deleted this many seconds after it finished; 0 deletes it at once.")
-	flags.BoolVar(&o.WaitTTL, "wait-ttl", true, "With a TTL, keep watching the recorded WorkloadRebalancer after the run, reconcile spec edits, and delete it when the TTL runs out. With false, return after the run and leave the deletion to Karmada's controller or a later 'kubectl rebalance workloadrebalancer/NAME'.")
+	durationVar(flags, &o.TTLFlag, "ttl", 0, "Record the run (with a generated name unless --name is given) and set spec.ttlSecondsAfterFinished: the WorkloadRebalancer is deleted this long after it finished (a duration such as 5m, or seconds such as 300, counted in whole seconds); 0 deletes it at once.")
+	flags.BoolVar(&o.WaitTTL, "wait-ttl", true, "With a TTL, keep watching the recorded WorkloadRebalancer after the run, reconcile spec edits, and delete it when the TTL runs out. Unless given, a run whose record Karmada's workloadRebalancer controller is seen to handle leaves the deletion to it, says when it is due, and returns. With false, always return after the run and leave the deletion to Karmada's controller or a later 'kubectl rebalance workloadrebalancer/NAME'.")
 	flags.BoolVar(&o.ServerSide, "server-side", false, "Record the run, but leave the triggers to Karmada's in-cluster workloadRebalancer controller: create or update the WorkloadRebalancer and follow the status the controller writes. Fails when no controller records a status within --timeout (at most 30s).")
 }
 
 // validateRecord checks the recording flags.
 func (o *RebalanceOptions) validateRecord(cmd *cobra.Command) error {
 	o.ttl = nil
+	o.waitTTLGiven = cmd.Flags().Changed("wait-ttl")
 	if cmd.Flags().Changed("ttl") {
-		seconds, err := strconv.ParseInt(strings.TrimSpace(o.TTLFlag), 10, 32)
+		if o.TTLFlag < 0 {
+			return cmdutil.UsageErrorf(cmd, "invalid --ttl %s: a ttl cannot be negative; give 0 to delete the workloadrebalancer as soon as it finished, or leave --ttl out to keep it", o.TTLFlag)
+		}
+		ttl, err := wholeSeconds("ttl", o.TTLFlag, "5m")
 		if err != nil {
-			return cmdutil.UsageErrorf(cmd, "invalid --ttl %q: give a whole number of seconds, e.g. --ttl 300 (0 deletes the workloadrebalancer as soon as it finished)", o.TTLFlag)
+			return cmdutil.UsageErrorf(cmd, "%v", err)
 		}
-		if seconds < 0 {
-			return cmdutil.UsageErrorf(cmd, "invalid --ttl %d: a ttl cannot be negative; give 0 to delete the workloadrebalancer as soon as it finished, or leave --ttl out to keep it", seconds)
-		}
-		ttl := int32(seconds)
 		o.ttl = &ttl
 	}
 	if cmd.Flags().Changed("name") {

@@ -48,17 +48,17 @@ func TestRebalanceUsageErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "nothing named", args: []string{}, wantErr: "error: name the workloads to rebalance: give TYPE/NAME, TYPE NAME..., TYPE -l SELECTOR, TYPE --all or -f FILENAME\nSee 'kubectl rebalance -h' for help and examples\n"},
+		{name: "nothing named", args: []string{"-l", "app=web"}, wantErr: "error: name the workloads to rebalance: give TYPE/NAME, TYPE NAME..., TYPE -l SELECTOR, TYPE --all or -f FILENAME\nSee 'kubectl rebalance -h' for help and examples\n"},
 		{name: "arguments and files", args: []string{"deploy/a", "-f", manifest}, wantErr: "error: give the workloads either as arguments or with -f, not both\n"},
 		{name: "all and selector", args: []string{"deployments", "--all", "-l", "app=x"}, wantErr: "error: --all and --selector cannot be combined"},
-		{name: "bad dry run", args: []string{"deploy/a", "--dry-run=maybe"}, wantErr: `error: invalid --dry-run value "maybe": use none, client or server` + "\n"},
+		{name: "bad dry run", args: []string{"deploy/a", "--dry-run=maybe"}, wantErr: `error: invalid --dry-run "maybe": use none, client or server (e.g. --dry-run=client; --dry-run alone means client)` + "\n"},
 		{name: "zero timeout", args: []string{"deploy/a", "--timeout=0s"}, wantErr: "error: --timeout must be greater than zero, got 0s\n"},
-		{name: "bad qps", args: []string{"deploy/a", "--qps=0"}, wantErr: "error: --qps and --burst must be greater than zero, got 0 and 100\n"},
-		{name: "bad output", args: []string{"deploy/a", "-o", "table"}, wantErr: `error: invalid --output "table": use one of wide, json, yaml`},
+		{name: "bad qps", args: []string{"deploy/a", "--kube-api-qps=0"}, wantErr: "error: --kube-api-qps and --kube-api-burst must be greater than zero, got 0 and 100; e.g. --kube-api-qps 50 --kube-api-burst 100\n"},
+		{name: "bad output", args: []string{"deploy/a", "-o", "table"}, wantErr: `error: invalid --output "table": use one of wide, report-json, report-yaml, json, yaml`},
 		{name: "no room to move", args: []string{"deploy/a", "--max-surge=0", "--max-unavailable=0%"},
 			wantErr: "error: --max-surge and --max-unavailable cannot both be 0: a move needs room for an extra replica or leave to stop one first\n"},
-		{name: "bad surge", args: []string{"deploy/a", "--max-surge=lots"}, wantErr: "error: --max-surge lots: invalid value for IntOrString: invalid type: string is not a percentage\n"},
-		{name: "unknown flag", args: []string{"deploy/a", "--colour"}, wantErr: "error: unknown flag: --colour\nSee 'kubectl rebalance -h' for help and examples\n"},
+		{name: "bad surge", args: []string{"deploy/a", "--max-surge=lots"}, wantErr: `error: invalid --max-surge "lots": give a number of replicas (e.g. --max-surge 1) or a percentage of the workload's replicas (e.g. --max-surge 25%)` + "\n"},
+		{name: "unknown flag", args: []string{"deploy/a", "--colour"}, wantErr: "error: unknown flag --colour for \"kubectl rebalance\"\nSee 'kubectl rebalance -h' for help and examples\n"},
 		{
 			name:    "contexts that disagree",
 			args:    []string{"deploy/a", "--karmada-context", "member1", "--context", "karmada-apiserver"},

@@ -60,9 +60,9 @@ func (o *RebalanceOptions) addWaveFlags(cmd *cobra.Command) {
 	o.Order = orderCRD
 	flags.IntVar(&o.MaxInFlight, "max-in-flight", 0, "Rebalance in waves: at most this many workloads between \"trigger written\" and \"done\" at a time; the next one starts as an earlier one finishes. 0 triggers every workload at once.")
 	flags.BoolVar(&o.WaitReady, "wait-ready", o.WaitReady, "With --max-in-flight, a workload is done once it is rescheduled and the replicas of its new placement are ready, by kind, from the binding's aggregatedStatus: readyReplicas, a Job's active and succeeded pods, or the health Karmada interprets for other kinds (a kind without one is not gated). With false, rescheduled is done.")
-	flags.DurationVar(&o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "With --max-in-flight, how long each workload may take from its start to done; one that is not triggered, rescheduled or ready by then counts as failed. 0 means no limit.")
+	durationVar(flags, &o.ProgressDeadline, "progress-deadline", o.ProgressDeadline, "With --max-in-flight, how long each workload may take from its start to done; one that is not triggered, rescheduled or ready by then counts as failed. 0 means no limit.")
 	flags.IntVar(&o.MaxFailures, "max-failures", 0, "With --max-in-flight, stop starting workloads once this many failed; those in flight are finished and reported, the rest stay pending (exit code 2). 0 means no limit.")
-	flags.DurationVar(&o.Pause, "pause", 0, "With --max-in-flight, keep a slot free this long after its workload finished before the next workload takes it (a pause between waves).")
+	durationVar(flags, &o.Pause, "pause", 0, "With --max-in-flight, keep a slot free this long after its workload finished before the next workload takes it (a pause between waves).")
 	flags.StringVar(&o.Order, "order", o.Order, `With --max-in-flight, the order workloads start in: "crd" (a WorkloadRebalancer's order: apiVersion, kind, namespace, name) or "given" (the order of the arguments, files or listing).`)
 	flags.BoolVar(&o.Quiet, "quiet", false, "Print no progress and no announcement of a large run on stderr; the results and the summary are still printed.")
 	flags.BoolVarP(&o.Interactive, "interactive", "i", false, "List the workloads and ask before writing anything; only \"y\" goes on.")

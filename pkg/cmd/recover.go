@@ -58,6 +58,7 @@ type RecoverOptions struct {
 	Output        string
 	NoHeaders     bool
 	Timeout       time.Duration
+	DryRun        string
 	dryRun        cmdutil.DryRunStrategy
 
 	namespace   string
@@ -94,8 +95,8 @@ func NewCmdRecover(streams genericiooptions.IOStreams) *cobra.Command {
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace, and at ClusterResourceBindings.")
 	flags.StringVarP(&o.Output, "output", "o", "", "Output format. One of: (wide, yaml, json). The default is a table.")
 	flags.BoolVar(&o.NoHeaders, "no-headers", false, "Leave out the table's header line.")
-	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
-	cmdutil.AddDryRunFlag(cmd)
+	durationVar(flags, &o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
+	addDryRunFlag(cmd, &o.DryRun, "client lists what would be done and writes nothing; server sends the writes as server-side dry runs.")
 	return cmd
 }
 
@@ -109,11 +110,11 @@ func (o *RecoverOptions) Complete(cmd *cobra.Command) error {
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout must be greater than zero, got %s", o.Timeout)
 	}
-	dryRun, err := cmdutil.GetDryRunStrategy(cmd)
+	mode, err := dryRunMode(o.DryRun, o.ErrOut)
 	if err != nil {
 		return err
 	}
-	o.dryRun = dryRun
+	o.dryRun = map[string]cmdutil.DryRunStrategy{dryRunNone: cmdutil.DryRunNone, dryRunClient: cmdutil.DryRunClient, dryRunServer: cmdutil.DryRunServer}[mode]
 	o.configFlags = inheritConfigFlags(cmd.Flags())
 	if f := cmd.Flags().Lookup("karmada-context"); f != nil && f.Changed {
 		*o.configFlags.Context = f.Value.String()

@@ -55,7 +55,7 @@ type targetOptions struct {
 	// API server was asked anything.
 	stdin []byte
 	// estimatorOptions say how karmada-scheduler sizes the members, for
-	// the predictions that select targets (--to-cluster, --changed-only).
+	// the predictions that select targets (--clusters, --changed-only).
 	estimatorOptions
 
 	// The Karmada release, detected once when a behaviour depends on it.

@@ -45,7 +45,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Short:                 "Print the version of kubectl-rebalance",
 		Long:                  versionLong,
 		Example:               versionExample,
-		Args:                  cobra.NoArgs,
+		Args:                  maxArgs(0, "", "run 'kubectl rebalance version', or 'kubectl rebalance version -o json'"),
 		ValidArgsFunction:     cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {

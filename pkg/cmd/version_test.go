@@ -24,7 +24,7 @@ func TestVersionCommand(t *testing.T) {
 		{name: "json", args: []string{"-o", "json"}, decode: json.Unmarshal},
 		{name: "yaml", args: []string{"--output=yaml"}, decode: func(b []byte, v any) error { return yaml.Unmarshal(b, v) }},
 		{name: "unknown format", args: []string{"-o", "xml"}, wantErr: `unknown output format "xml" for version: use -o json, -o yaml, or no -o for text`},
-		{name: "no arguments", args: []string{"extra"}, wantErr: `unknown command "extra"`},
+		{name: "no arguments", args: []string{"extra"}, wantErr: `version takes no arguments, got "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

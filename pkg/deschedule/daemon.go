@@ -45,6 +45,10 @@ type DaemonOptions struct {
 	// out): the check is then retried until it passes or ctx ends, so that
 	// a passing fault does not end the daemon. Nil retries nothing.
 	Retriable func(error) bool
+	// Explain words an error of the Karmada apiserver (refused, forbidden,
+	// unreachable) for the logs and the caller, the same way the command
+	// explains them everywhere; nil leaves errors as they are.
+	Explain func(error) error
 }
 
 // Run is the daemon: it checks that the Karmada apiserver answers, then runs
@@ -82,14 +86,21 @@ func (d *Descheduler) Run(ctx context.Context, opts DaemonOptions) error {
 
 // checkAccess makes one cheap request, so that a wrong kubeconfig or missing
 // RBAC stops the daemon at start instead of failing every pass; a passing
-// fault is retried (opts.Retriable).
+// fault is retried (opts.Retriable), logged in opts.Explain's words.
 func (d *Descheduler) checkAccess(ctx context.Context, opts DaemonOptions) error {
 	err := daemon.RetryStartup(ctx, opts.Logger, "listing resourcebindings", opts.Retriable, func() error {
 		_, err := d.karmada.WorkV1alpha2().ResourceBindings(d.opts.Namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return nil
+		}
+		err = fmt.Errorf("cannot list resourcebindings in %s: %w", d.scopeWords(), err)
+		if opts.Explain != nil {
+			err = opts.Explain(err)
+		}
 		return err
 	})
 	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", d.scopeWords(), err)
+		return err
 	}
 	return nil
 }

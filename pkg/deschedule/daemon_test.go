@@ -61,7 +61,7 @@ func TestRunFailsFastWithoutAccess(t *testing.T) {
 		return true, nil, errors.New("forbidden")
 	})
 	err := f.descheduler(t, Options{Namespace: "shop"}).Run(context.Background(), DaemonOptions{Interval: time.Second})
-	assert.ErrorContains(t, err, "cannot list resourcebindings in namespace shop, check the Karmada kubeconfig and your RBAC: forbidden")
+	assert.EqualError(t, err, "cannot list resourcebindings in namespace shop: forbidden", "the command words the cause (DaemonOptions.Explain)")
 	assert.ErrorContains(t, f.descheduler(t, Options{}).Run(context.Background(), DaemonOptions{}), "interval must be positive")
 }
 
@@ -98,7 +98,7 @@ func TestRunRetriesAPassingFaultAtStart(t *testing.T) {
 		return true, nil, errors.New("forbidden")
 	})
 	err := f.descheduler(t, Options{Namespace: "shop"}).Run(context.Background(), DaemonOptions{Interval: time.Second, Retriable: retriable})
-	assert.ErrorContains(t, err, "check the Karmada kubeconfig and your RBAC: forbidden")
+	assert.EqualError(t, err, "cannot list resourcebindings in namespace shop: forbidden")
 }
 
 func TestRunKeepsPassingWhenAPassFails(t *testing.T) {

@@ -50,7 +50,7 @@ func FindForeignLeader(ctx context.Context, client kubernetes.Interface, namespa
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("cannot read lease %s/%s to check that karmada-descheduler is not running, check your RBAC (get on leases): %w", namespace, name, err)
+		return nil, fmt.Errorf("cannot read lease %s/%s to check that karmada-descheduler is not running: %w", namespace, name, err)
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if holder == "" || strings.HasPrefix(holder, IdentityPrefix) || lease.Spec.RenewTime == nil {

@@ -397,7 +397,7 @@ func (d *Descheduler) listCandidates(ctx context.Context, result *PassResult) ([
 	bindings, err := listAll[workv1alpha2.ResourceBinding](ctx, defaultPageSize, metav1.ListOptions{},
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return client.List(ctx, o) })
 	if err != nil {
-		return nil, fmt.Errorf("cannot list resourcebindings in %s, check the Karmada kubeconfig and your RBAC: %w", d.scopeWords(), err)
+		return nil, fmt.Errorf("cannot list resourcebindings in %s: %w", d.scopeWords(), err)
 	}
 	// In scope: the namespaces and kinds asked for.
 	var inScope, checked []*workv1alpha2.ResourceBinding

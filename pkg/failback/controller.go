@@ -126,6 +126,14 @@ type Options struct {
 	Logger   *slog.Logger
 	// ResyncPeriod re-reads every Cluster this often (0: never).
 	ResyncPeriod time.Duration
+	// Explain words an error of the Karmada apiserver (refused, forbidden,
+	// unreachable) for the logs and the caller, the same way the command
+	// explains them everywhere; nil leaves errors as they are.
+	Explain func(error) error
+	// Retriable accepts the errors of the start-up requests that a later
+	// attempt may not meet (an apiserver restarting); they are retried,
+	// logged, until they pass or the daemon stops. Nil retries nothing.
+	Retriable func(error) bool
 }
 
 // Controller watches the member clusters and fails back to the ones that
@@ -187,6 +195,14 @@ func New(client karmadaclient.Interface, runner Runner, opts Options) *Controlle
 		kept:      map[string][]corev1.Toleration{},
 		displaced: NewDisplacements(),
 	}
+}
+
+// explain words err as Options.Explain says.
+func (c *Controller) explain(err error) error {
+	if err == nil || c.opts.Explain == nil {
+		return err
+	}
+	return c.opts.Explain(err)
 }
 
 // observe reads a cluster's health for its failback: a taint the workloads
@@ -270,14 +286,32 @@ func (c *Controller) Run(ctx context.Context, le *daemon.LeaderElection, health 
 		return err
 	}
 	// One cheap request first, so that a wrong kubeconfig or missing RBAC
-	// stops the daemon at start instead of an informer retrying for ever.
-	if _, err := c.client.ClusterV1alpha1().Clusters().List(ctx, listOne); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("cannot list clusters.cluster.karmada.io, check the Karmada kubeconfig and the RBAC of the failback daemon (list and watch clusters): %w", err)
+	// stops the daemon at start instead of an informer retrying for ever;
+	// a passing fault (an apiserver restarting) is retried.
+	err = daemon.RetryStartup(ctx, c.log, "listing clusters", c.opts.Retriable, func() error {
+		_, err := c.client.ClusterV1alpha1().Clusters().List(ctx, listOne)
+		if err != nil {
+			return c.explain(fmt.Errorf("cannot list clusters.cluster.karmada.io: %w", err))
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return err
 	}
 	// The bindings tell which workloads a failure displaced; without them
 	// the daemon would wait for their informer for ever.
-	if _, err := c.client.WorkV1alpha2().ResourceBindings(c.opts.Namespace).List(ctx, listOne); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("cannot list resourcebindings.work.karmada.io%s, check the RBAC of the failback daemon (list and watch resourcebindings): %w", namespaceText(c.opts.Namespace), err)
+	err = daemon.RetryStartup(ctx, c.log, "listing resourcebindings", c.opts.Retriable, func() error {
+		_, err := c.client.WorkV1alpha2().ResourceBindings(c.opts.Namespace).List(ctx, listOne)
+		if err != nil {
+			return c.explain(fmt.Errorf("cannot list resourcebindings.work.karmada.io%s: %w", namespaceText(c.opts.Namespace), err))
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopInformers()
@@ -352,7 +386,7 @@ func (c *Controller) rememberFailbacks(ctx context.Context) {
 	entries, err := c.ledger.List(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.Warn("cannot read the failback records; the cooldown counts from this daemon's own failbacks only", "err", err)
+			c.log.Warn("cannot read the failback records; the cooldown counts from this daemon's own failbacks only", "err", c.explain(err))
 		}
 		return
 	}
@@ -518,7 +552,7 @@ func (c *Controller) followUp(name string) {
 	}
 	listed, err := c.ledger.Listed(c.leading, name, s.LastKey)
 	if err != nil {
-		c.log.Warn("cannot read the failback records of the recovery; the workloads whose eviction ended are not failed back", "cluster", name, "err", err)
+		c.log.Warn("cannot read the failback records of the recovery; the workloads whose eviction ended are not failed back", "cluster", name, "err", c.explain(err))
 		return
 	}
 	req := Request{Cluster: name, Key: s.LastKey}
@@ -585,7 +619,7 @@ func (c *Controller) lead(ctx context.Context) {
 		}
 		if !c.opts.DryRun {
 			if deleted, err := c.ledger.Sweep(ctx); err != nil && ctx.Err() == nil {
-				c.log.Warn("cannot delete failback records past their ttl", "err", err)
+				c.log.Warn("cannot delete failback records past their ttl", "err", c.explain(err))
 			} else if len(deleted) > 0 {
 				c.log.Info("deleted failback records past their ttl", "records", deleted)
 			}
@@ -622,7 +656,7 @@ func (c *Controller) takeOver(ctx context.Context) {
 	entries, err := c.ledger.List(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.Error("cannot read the failback records; failbacks stopped by a restart are not resumed", "err", err)
+			c.log.Error("cannot read the failback records; failbacks stopped by a restart are not resumed", "err", c.explain(err))
 		}
 		entries = nil
 	}
@@ -734,7 +768,7 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, req Request) {
 func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, req Request, report *Report, err error) {
 	if report != nil && report.BudgetSpent && !report.DryRun {
 		if err := c.ledger.MarkBudgetSpent(context.Background(), req.Name); err != nil {
-			c.log.Warn("cannot mark the failback record as stopped by the failure budget; a restarted daemon would resume it", "record", req.Name, "err", err)
+			c.log.Warn("cannot mark the failback record as stopped by the failure budget; a restarted daemon would resume it", "record", req.Name, "err", c.explain(err))
 		}
 	}
 	if report != nil && !report.DryRun && len(report.Rows) > 0 {
@@ -744,7 +778,7 @@ func (c *Controller) finish(cluster *clusterv1alpha1.Cluster, run *activeRun, re
 		moves, err := c.ledger.NoteMoves(noteCtx, req.Name, report.Rows, report.OneWrite)
 		cancel()
 		if err != nil {
-			c.log.Warn("cannot note on the failback record how its workloads moved", "record", req.Name, "err", err)
+			c.log.Warn("cannot note on the failback record how its workloads moved", "record", req.Name, "err", c.explain(err))
 		} else {
 			report.Moves = moves.Text()
 		}
@@ -786,7 +820,7 @@ func (c *Controller) write(cluster *clusterv1alpha1.Cluster, s summary) {
 // event records an event on a Cluster; failing to is logged, not fatal.
 func (c *Controller) event(cluster *clusterv1alpha1.Cluster, eventType, reason, message string) {
 	if err := c.opts.Events.WriteEvent(context.Background(), cluster, eventType, reason, message); err != nil {
-		c.log.Warn("event not recorded", "cluster", cluster.Name, "reason", reason, "err", err)
+		c.log.Warn("event not recorded", "cluster", cluster.Name, "reason", reason, "err", c.explain(err))
 	}
 }
 

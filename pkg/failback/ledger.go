@@ -73,7 +73,7 @@ func (l Ledger) Listed(ctx context.Context, cluster, key string) (map[string]boo
 	sel := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelRecovery: key}).String()
 	list, err := l.Client.List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the failback records labelled %s, check the RBAC of the failback daemon (list workloadrebalancers): %w", sel, err)
+		return nil, fmt.Errorf("cannot list the failback records labelled %s: %w", sel, err)
 	}
 	out := map[string]bool{}
 	for _, rb := range list.Items {
@@ -101,7 +101,7 @@ const (
 func (l Ledger) MarkBudgetSpent(ctx context.Context, name string) error {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationStopped, StoppedFailureBudget)
 	if _, err := l.Client.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("cannot annotate workloadrebalancer %s, check the RBAC of the failback daemon (patch workloadrebalancers): %w", name, err)
+		return fmt.Errorf("cannot annotate workloadrebalancer %s: %w", name, err)
 	}
 	return l.giveTTL(ctx, name)
 }
@@ -114,7 +114,7 @@ func (l Ledger) giveTTL(ctx context.Context, name string) error {
 	}
 	rec := &record.Recorder{Client: l.Client}
 	if _, err := rec.SetTTL(ctx, name, *l.TTL); err != nil && !errors.Is(err, record.ErrRebalancerGone) {
-		return fmt.Errorf("cannot set the ttl of workloadrebalancer %s, stopped by its failure budget, check the RBAC of the failback daemon (patch workloadrebalancers and their status): %w", name, err)
+		return fmt.Errorf("cannot set the ttl of workloadrebalancer %s, stopped by its failure budget: %w", name, err)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func selector() string {
 func (l Ledger) List(ctx context.Context) ([]Entry, error) {
 	list, err := l.Client.List(ctx, metav1.ListOptions{LabelSelector: selector()})
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the failback records (workloadrebalancers labelled %s), check the RBAC of the failback daemon (list workloadrebalancers): %w", selector(), err)
+		return nil, fmt.Errorf("cannot list the failback records (workloadrebalancers labelled %s): %w", selector(), err)
 	}
 	entries := make([]Entry, 0, len(list.Items))
 	for i := range list.Items {
@@ -182,7 +182,7 @@ func (l Ledger) Exists(ctx context.Context, name string) (bool, error) {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("cannot read workloadrebalancer %s, the failback record, check the RBAC of the failback daemon (get workloadrebalancers): %w", name, err)
+		return false, fmt.Errorf("cannot read workloadrebalancer %s, the failback record: %w", name, err)
 	}
 	return true, nil
 }

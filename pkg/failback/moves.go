@@ -140,7 +140,7 @@ func (l Ledger) NoteMoves(ctx context.Context, name string, rows []rebalance.Row
 		return m, err
 	}
 	if _, err := l.Client.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return m, fmt.Errorf("cannot annotate workloadrebalancer %s with its moves, check the RBAC of the failback daemon (patch workloadrebalancers): %w", name, err)
+		return m, fmt.Errorf("cannot annotate workloadrebalancer %s with its moves: %w", name, err)
 	}
 	return m, nil
 }

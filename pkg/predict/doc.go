@@ -12,6 +12,6 @@
 // namespace (or one across all namespaces). Nothing here writes to the API.
 //
 // Its callers: plan prints the predictions; kubectl rebalance and the
-// failback daemon select their targets with Select (--to-cluster,
+// failback daemon select their targets with Select (-C/--clusters,
 // --changed-only) before they hand them to package run.
 package predict

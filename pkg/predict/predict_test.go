@@ -232,9 +232,9 @@ func TestPredictBatchTiming(t *testing.T) {
 		assert.Contains(t, p.Message, "likely {member1:2, member2:1, member3:2}")
 		assert.Contains(t, p.Message, "take up to 14 pods on member1")
 		assert.Contains(t, p.Message, "changes it to: {member1:2, member2:2, member3:1}")
-		assert.True(t, Selection{ToCluster: "member1"}.Keeps(&p))
+		assert.True(t, Selection{Clusters: []string{"member1"}}.Keeps(&p))
 		assert.True(t, Selection{ChangedOnly: true}.Keeps(&p))
-		assert.False(t, Selection{ToCluster: "member3"}.Keeps(&p))
+		assert.False(t, Selection{Clusters: []string{"member3"}}.Keeps(&p))
 	}
 
 	// Past the first QuickDecisions the scheduler may well have seen
@@ -259,10 +259,10 @@ func TestPredictBatchTiming(t *testing.T) {
 		require.GreaterOrEqual(t, len(p.Possible), 2)
 		assert.Contains(t, p.Message, "at a moment the client cannot know")
 		// Every placement it may get gives member1 replicas: selected by
-		// --to-cluster member1 and --changed-only, as no guess is made.
-		assert.True(t, Selection{ToCluster: "member1"}.Keeps(&p), p.Message)
+		// -C member1 and --changed-only, as no guess is made.
+		assert.True(t, Selection{Clusters: []string{"member1"}}.Keeps(&p), p.Message)
 		assert.True(t, Selection{ChangedOnly: true}.Keeps(&p))
-		assert.False(t, Selection{ToCluster: "member3"}.Keeps(&p))
+		assert.False(t, Selection{Clusters: []string{"member3"}}.Keeps(&p))
 	}
 
 	// One writer at a time: the scheduler takes the batch in its order, so

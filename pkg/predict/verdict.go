@@ -258,16 +258,16 @@ func Counts(predictions []Prediction) []Count {
 
 // Selection narrows a plan, or a run, to some workloads.
 type Selection struct {
-	// ToCluster keeps the workloads whose predicted placement gives this
-	// cluster more replicas than it has now.
-	ToCluster string
+	// Clusters keeps the workloads whose predicted placement gives one of
+	// these clusters more replicas than it has now.
+	Clusters []string
 	// ChangedOnly keeps the workloads whose predicted placement differs
 	// from the current one.
 	ChangedOnly bool
 }
 
 // IsZero reports whether the selection keeps everything.
-func (s Selection) IsZero() bool { return s.ToCluster == "" && !s.ChangedOnly }
+func (s Selection) IsZero() bool { return len(s.Clusters) == 0 && !s.ChangedOnly }
 
 // Keeps reports whether the selection keeps p. Only a WouldMove verdict can
 // be kept: a workload whose placement cannot be predicted is never selected
@@ -291,7 +291,15 @@ func (s Selection) Keeps(p *Prediction) bool {
 	if p.Verdict != WouldMove {
 		return false
 	}
-	return s.ToCluster == "" || p.Gains(s.ToCluster) > 0
+	if len(s.Clusters) == 0 {
+		return true
+	}
+	for _, c := range s.Clusters {
+		if p.Gains(c) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Select returns the predictions s keeps, in order.

@@ -47,12 +47,12 @@ deployment.apps/b   CannotChange   {member2:1}   {member2:1}              0
 
 func TestPlanReportFields(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, PrintReport(&out, PlanReport(planFixture(), predict.Selection{ToCluster: "member1"}), OutputReportJSON))
+	require.NoError(t, PrintReport(&out, PlanReport(planFixture(), predict.Selection{Clusters: []string{"member1"}}), OutputReportJSON))
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	assert.Equal(t, "RebalanceReport", doc["kind"])
 	assert.Equal(t, "plan", doc["command"])
-	assert.Equal(t, map[string]any{"toCluster": "member1"}, doc["selection"])
+	assert.Equal(t, map[string]any{"clusters": []any{"member1"}, "toCluster": "member1"}, doc["selection"])
 	first := doc["workloads"].([]any)[0].(map[string]any)
 	assert.Equal(t, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "a"}, first["workload"])
 	assert.Equal(t, "WouldMove", first["verdict"])
@@ -68,7 +68,7 @@ func TestPlanReportFields(t *testing.T) {
 // document indented at once.
 func TestReportJSONIsTheIndentedDocument(t *testing.T) {
 	for name, r := range map[string]*Report{
-		"plan":  PlanReport(planFixture(), predict.Selection{ToCluster: "member1", ChangedOnly: true}),
+		"plan":  PlanReport(planFixture(), predict.Selection{Clusters: []string{"member1"}, ChangedOnly: true}),
 		"empty": PlanReport(nil, predict.Selection{}),
 		"nil":   {APIVersion: ReportAPIVersion, Kind: ReportKind, Command: "plan"},
 		"one":   PlanReport(planFixture()[:1], predict.Selection{}),
@@ -87,7 +87,7 @@ func TestPrintPlanReportIsThePlanReport(t *testing.T) {
 	for name, ps := range map[string][]predict.Prediction{"plan": planFixture(), "one": planFixture()[:1], "empty": nil} {
 		for _, format := range []string{OutputReportJSON, OutputReportYAML} {
 			var streamed, whole bytes.Buffer
-			sel := predict.Selection{ToCluster: "member1"}
+			sel := predict.Selection{Clusters: []string{"member1"}}
 			require.NoError(t, PrintPlanReport(&streamed, ps, sel, format), name)
 			require.NoError(t, PrintReport(&whole, PlanReport(ps, sel), format), name)
 			assert.Equal(t, whole.String(), streamed.String(), name+" "+format)

@@ -37,7 +37,7 @@ type Report struct {
 	Command string `json:"command"`
 	// DryRun is "client" or "server" for a dry run of rebalance.
 	DryRun string `json:"dryRun,omitempty"`
-	// Selection repeats --to-cluster and --changed-only.
+	// Selection repeats -C/--clusters and --changed-only.
 	Selection *ReportSelection `json:"selection,omitempty"`
 	// Workloads has one entry per workload, in the order of the run.
 	Workloads []ReportWorkload `json:"workloads"`
@@ -49,6 +49,10 @@ type Report struct {
 
 // ReportSelection is the selection a report was made with.
 type ReportSelection struct {
+	// Clusters repeats -C/--clusters.
+	Clusters []string `json:"clusters,omitempty"`
+	// ToCluster is the one cluster of -C/--clusters (the field scripts
+	// read from when the flag was --to-cluster); empty with several.
 	ToCluster   string `json:"toCluster,omitempty"`
 	ChangedOnly bool   `json:"changedOnly,omitempty"`
 }
@@ -206,7 +210,10 @@ func RebalanceReport(rows []rebalance.Row, predictions map[rebalance.Workload]pr
 func newReport(command string, sel predict.Selection) *Report {
 	r := &Report{APIVersion: ReportAPIVersion, Kind: ReportKind, Command: command, Workloads: []ReportWorkload{}}
 	if !sel.IsZero() {
-		r.Selection = &ReportSelection{ToCluster: sel.ToCluster, ChangedOnly: sel.ChangedOnly}
+		r.Selection = &ReportSelection{Clusters: sel.Clusters, ChangedOnly: sel.ChangedOnly}
+		if len(sel.Clusters) == 1 {
+			r.Selection.ToCluster = sel.Clusters[0]
+		}
 	}
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -443,6 +444,10 @@ func observeRows(ctx context.Context, api rebalance.BindingAPI, at metav1.Time, 
 func (e *Engine) followTTL(ctx context.Context, req Request, rec *record.Recorder, obj *appsv1alpha1.WorkloadRebalancer) ([]rebalance.Row, bool, error) {
 	name, notice := obj.Name, req.Hooks.notice
 	passive := req.Record.ServerSide && e.controllerDeletes(name, req.Hooks.notice)
+	if req.Record.WaitTTL && req.Record.LeaveTTLToController && !record.Expired(obj, time.Now()) &&
+		e.leaveToController(ctx, req, rec, obj, passive) {
+		return nil, false, nil
+	}
 	if !req.Record.WaitTTL {
 		if !passive && record.Expired(obj, time.Now()) {
 			// A TTL of 0 (or one already over) needs no waiting.
@@ -492,6 +497,61 @@ func (e *Engine) followTTL(ctx context.Context, req Request, rec *record.Recorde
 		return rows, true, nil
 	}
 	return rows, false, nil
+}
+
+// controllerManager is the field manager Karmada's controllers write
+// with: the API server records the name client-go's user agent starts
+// with, which is the binary's name: karmada-controller-manager in Karmada's
+// images, controller-manager when built from Karmada's cmd/controller-manager
+// as it is (the test control plane's).
+const controllerManager = "karmada-controller-manager"
+
+var controllerManagers = []string{controllerManager, "controller-manager"}
+
+// controllerWrote reports whether Karmada's controllers wrote obj, as its
+// managedFields say.
+func controllerWrote(obj *appsv1alpha1.WorkloadRebalancer) bool {
+	for _, f := range obj.ManagedFields {
+		if slices.Contains(controllerManagers, f.Manager) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaveToController decides, for a finished record whose TTL has not run
+// out, whether Karmada's workloadRebalancer controller deletes it: the
+// controller handles it (a server-side run followed its status; otherwise
+// it wrote the record, which it does on every record it reconciles) and
+// its release deletes finished records (v1.13 and newer; passive says it
+// for a server-side run). Then it says what deletes the record and when,
+// and the run returns. Without a sign of the controller the run waits and
+// deletes the record itself, as before.
+func (e *Engine) leaveToController(ctx context.Context, req Request, rec *record.Recorder, obj *appsv1alpha1.WorkloadRebalancer, passive bool) bool {
+	name := obj.Name
+	if req.Record.ServerSide {
+		if !passive {
+			return false
+		}
+	} else {
+		seen := controllerWrote(obj)
+		if !seen && rec.Client != nil {
+			// The controller's status write may have come after the
+			// run's last one: one read of the record, bounded.
+			readCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			cur, err := rec.Client.Get(readCtx, name, metav1.GetOptions{})
+			cancel()
+			seen = err == nil && controllerWrote(cur)
+		}
+		if !seen || !e.controllerDeletes(name, req.Hooks.notice) {
+			return false
+		}
+	}
+	expires, _ := record.ExpiresAt(obj)
+	req.Hooks.notice(fmt.Sprintf("workloadrebalancer %s is complete; Karmada's workloadRebalancer controller, which handles it, deletes it at %s (ttlSecondsAfterFinished %d after its finish time), so this command does not wait for it: "+
+		"`kubectl rebalance get %s` shows it until then, and --wait-ttl makes the command wait and delete it itself",
+		name, expires.UTC().Format(time.RFC3339), *obj.Spec.TTLSecondsAfterFinished, name))
+	return true
 }
 
 // leftMessage says, after the command stopped early, in what state the

@@ -73,6 +73,13 @@ type Recording struct {
 	TTL *int32
 	// WaitTTL waits after the run for the TTL and deletes the record.
 	WaitTTL bool
+	// LeaveTTLToController, with WaitTTL, returns after the run instead of
+	// waiting when Karmada's workloadRebalancer controller is seen to
+	// handle the finished record and its release deletes it when the TTL
+	// runs out: the run says when that is due. (The controller is one of
+	// karmada-controller-manager's default controllers, so on a default
+	// control plane a run need not stay for a long TTL.)
+	LeaveTTLToController bool
 	// ServerSide leaves the triggers to Karmada's in-cluster controller and
 	// follows the status it writes.
 	ServerSide bool

@@ -183,7 +183,7 @@ func runPlugin(b *testing.B, cp *harness.ControlPlane, extra ...string) (time.Du
 	root := cmd.NewCmdRebalance(streams)
 	args := append([]string{
 		"--kubeconfig", proxy.Kubeconfig, "deployments", "-n", benchNamespace, "-l", "bench=rebalance",
-		"-o", "name", "--qps", strconv.Itoa(benchQPS), "--burst", strconv.Itoa(benchBurst),
+		"-o", "name", "--kube-api-qps", strconv.Itoa(benchQPS), "--kube-api-burst", strconv.Itoa(benchBurst),
 	}, extra...)
 	root.SetArgs(args)
 	start := time.Now()

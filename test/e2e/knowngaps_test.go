@@ -38,7 +38,7 @@ func tutorialAfterFailover(ctx context.Context, t *testing.T, c *fixtures.Client
 }
 
 // TestPlanWithEstimators: with scheduler-estimators on, plan predicts the
-// seed workload's return to member1, and --to-cluster member1 selects it.
+// seed workload's return to member1, and -C member1 selects it.
 // It showed issue 26's gap (CannotPredict (SchedulerEstimator)) until that
 // issue landed.
 func TestPlanWithEstimators(t *testing.T) {
@@ -58,7 +58,7 @@ func TestPlanWithEstimators(t *testing.T) {
 	assert.Equal(t, "WouldMove", report.Workloads[0].Verdict, "%+v", report.Workloads[0])
 	assert.Positive(t, report.Workloads[0].Placements.Predicted["member1"])
 
-	res = rebalanceCmd(t, cp, "plan", "deployments", "--all", "-n", ns, "--to-cluster", "member1")
+	res = rebalanceCmd(t, cp, "plan", "deployments", "--all", "-n", ns, "-C", "member1")
 	require.Equal(t, cmd.ExitOK, res.code, res.stderr)
 	assert.Contains(t, res.stdout, "deployment.apps/"+name)
 }

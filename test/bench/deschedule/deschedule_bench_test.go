@@ -179,7 +179,7 @@ func runCommand(b *testing.B, cp *harness.ControlPlane, counter *requestCounter)
 	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: io.Discard, ErrOut: &errOut}
 	root := cmd.NewCmdRebalance(streams)
 	root.SetArgs([]string{"deschedule", "--kubeconfig", proxy, "-A", "--dry-run=client", "--unschedulable-threshold=0s",
-		"--qps", strconv.Itoa(benchQPS), "--burst", strconv.Itoa(benchBurst)})
+		"--kube-api-qps", strconv.Itoa(benchQPS), "--kube-api-burst", strconv.Itoa(benchBurst)})
 	code := cmd.Execute(root, streams)
 	require.Equal(b, cmd.ExitOK, code, errOut.String())
 	require.Contains(b, errOut.String(), fmt.Sprintf("would deschedule %d binding(s)", candidates/descheduledEvery))

@@ -354,8 +354,8 @@ func plugin(b *testing.B, cp *harness.ControlPlane, cache string, args ...string
 	root := cmd.NewCmdRebalance(streams)
 	flags := []string{"--kubeconfig", proxy.Kubeconfig, "--cache-dir", cache}
 	if len(args) == 0 || args[0] != "plan" {
-		// plan has no --qps: its few lists are not throttled.
-		flags = append(flags, "--qps", strconv.Itoa(benchQPS), "--burst", strconv.Itoa(benchBurst))
+		// plan has no --kube-api-qps: its few lists are not throttled.
+		flags = append(flags, "--kube-api-qps", strconv.Itoa(benchQPS), "--kube-api-burst", strconv.Itoa(benchBurst))
 	} else {
 		// The Pull member (member3) is read through its context, as a user
 		// gives local-up-karmada's members.config; the proxy counts it too.

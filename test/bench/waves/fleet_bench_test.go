@@ -65,7 +65,7 @@ func envInt(name string, def int) int {
 // namespaces: plan (as users run it, and with GOGC=100), the scheduler's own
 // pace (bare triggers), every trigger at once (waiting for the scheduler's
 // answers), then in waves of 200 with the defaults (readiness, no --timeout,
-// default QPS) and with the former default --qps 50.
+// default QPS) and with the former default, --kube-api-qps 50.
 func BenchmarkFleet(b *testing.B) {
 	cp := harness.Require(b)
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func BenchmarkFleet(b *testing.B) {
 		{"all", "all at once (--timeout 60m)", []string{"--timeout", "60m"}, false},
 		{"waves", "waves of 200 (--max-in-flight 200, defaults)", []string{"--max-in-flight", "200", "--quiet"}, true},
 		// The former default rate, for the lever's effect in the same run.
-		{"qps50", "the same with --qps 50 (the default before a005e5b)", []string{"--max-in-flight", "200", "--quiet", "--qps", "50"}, false},
+		{"qps50", "the same with --kube-api-qps 50 (the default before a005e5b)", []string{"--max-in-flight", "200", "--quiet", "--kube-api-qps", "50"}, false},
 	}
 	wanted, err := fleetRuns(os.Getenv("REBALANCE_FLEET_RUNS"))
 	require.NoError(b, err)

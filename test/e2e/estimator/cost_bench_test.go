@@ -110,7 +110,7 @@ func rebalanceFleet(b *testing.B, cp *harness.ControlPlane, cache string) *rbpri
 	streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut}
 	root := cmd.NewCmdRebalance(streams)
 	root.SetArgs([]string{"--kubeconfig", cp.Kubeconfig, "--cache-dir", cache, "deployments", "-n", benchNamespace, "-l", "bench=estimator",
-		"--qps", "200", "--burst", "400", "--timeout", "10m", "-o", "report-json"})
+		"--kube-api-qps", "200", "--kube-api-burst", "400", "--timeout", "10m", "-o", "report-json"})
 	code := cmd.Execute(root, streams)
 	require.Equal(b, cmd.ExitOK, code, errOut.String())
 	r := &rbprinters.Report{}

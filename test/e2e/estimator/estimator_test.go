@@ -28,7 +28,7 @@ import (
 
 // TestPlanSeedStoryWithEstimators is the seed's failover and recovery on the
 // default control plane: plan predicts the fresh division of deployment/app
-// (dynamic weights, so it depends on the estimators' answers), --to-cluster
+// (dynamic weights, so it depends on the estimators' answers), -C
 // member1 selects it, and karmada-scheduler writes what was predicted.
 func TestPlanSeedStoryWithEstimators(t *testing.T) {
 	cp := harness.Require(t)
@@ -48,8 +48,8 @@ func TestPlanSeedStoryWithEstimators(t *testing.T) {
 	require.Equal(t, string(predict.WouldMove), p.Verdict, "%s: %s", p.Reason, p.Message)
 	assert.Contains(t, fixtures.TutorialSplits, text(p.Placements.Predicted))
 
-	run := report(t, cp, "deployment/app", "-n", ns, "--to-cluster", "member1")
-	require.Len(t, run.Workloads, 1, "--to-cluster member1 selects the seed workload")
+	run := report(t, cp, "deployment/app", "-n", ns, "-C", "member1")
+	require.Len(t, run.Workloads, 1, "-C member1 selects the seed workload")
 	r := run.Workloads[0]
 	require.NotNil(t, r.PredictionMatched, "%s: %s", r.Reason, r.Message)
 	assert.True(t, *r.PredictionMatched, "predicted %s (or %s), karmada-scheduler wrote %s",
@@ -82,7 +82,7 @@ func TestPlanCordonedMemberWithEstimators(t *testing.T) {
 	require.Equal(t, string(predict.WouldMove), p.Verdict, "%s: %s", p.Reason, p.Message)
 	assert.Equal(t, "{member1:3}", text(p.Placements.Predicted))
 
-	run := report(t, cp, "deployment/web", "-n", ns, "--to-cluster", "member1")
+	run := report(t, cp, "deployment/web", "-n", ns, "-C", "member1")
 	require.Len(t, run.Workloads, 1)
 	assert.Equal(t, "{member1:3}", text(run.Workloads[0].Placements.After), "karmada-scheduler left the cordoned member out")
 	require.NotNil(t, run.Workloads[0].PredictionMatched)

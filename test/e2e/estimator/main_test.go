@@ -1,4 +1,4 @@
-// Package estimator proves plan, kubectl rebalance --to-cluster and failback
+// Package estimator proves plan, kubectl rebalance -C/--clusters and failback
 // on the users' default control plane: a karmada-scheduler-estimator per
 // member and karmada-scheduler with --enable-scheduler-estimator, every
 // Karmada controller on, member3 in Pull mode. Placements that depend on free capacity are

@@ -132,14 +132,17 @@ func TestFailbackRBAC(t *testing.T) {
 			case "clusters":
 				code := waitExit(t, d)
 				assert.Equal(t, cmd.ExitError, code)
-				assert.Contains(t, d.text(), "cannot list clusters.cluster.karmada.io, check the Karmada kubeconfig and the RBAC of the failback daemon (list and watch clusters)")
+				// The error catalogue's words, as every command says them.
+				assert.Contains(t, d.text(), "not allowed to list clusters.cluster.karmada.io with context")
+				assert.Contains(t, d.text(), `grant "list" on clusters.cluster.karmada.io`)
 				return
 			case "resourcebindings":
 				// The bindings say what a failure displaced: the daemon
 				// stops at start instead of waiting for them.
 				code := waitExit(t, d)
 				assert.Equal(t, cmd.ExitError, code)
-				assert.Contains(t, d.text(), "cannot list resourcebindings.work.karmada.io in namespace "+ns+", check the RBAC of the failback daemon (list and watch resourcebindings)")
+				assert.Contains(t, d.text(), `not allowed to list resourcebindings.work.karmada.io in namespace "`+ns+`"`)
+				assert.Contains(t, d.text(), `grant "list" on resourcebindings.work.karmada.io`)
 				return
 			}
 			// Refused requests are named: the failback fails (or, without

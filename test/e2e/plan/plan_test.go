@@ -263,10 +263,10 @@ func TestPlanMixedBatch(t *testing.T) {
 		names = append(names, group...)
 	}
 	failover(ctx, t, c, ns, names...)
-	// What --to-cluster member1 keeps, planned on the settled members just
+	// What -C member1 keeps, planned on the settled members just
 	// before the plan that is compared with the real run.
 	settle(ctx, t, cp, c)
-	selected := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns, "--to-cluster", "member1")
+	selected := report(t, cp, cmd.ExitOK, "plan", "deployments", "--all", "-n", ns, "-C", "member1")
 	cmp, _, plan := planAndRunReport(ctx, t, cp, c, "deployments", "--all", "-n", ns)
 	rate := float64(cmp.exact) / float64(cmp.total)
 	t.Logf("mixed batch: %d workloads predicted (%d declined by the release), exact match %.1f %%, one of the two predicted outcomes %d/%d; "+
@@ -288,7 +288,7 @@ func TestPlanMixedBatch(t *testing.T) {
 		assert.GreaterOrEqual(t, float64(cmp.timingListed)/float64(len(cmp.timing)), 0.95, cmp.timing)
 	}
 
-	// --to-cluster keeps exactly the workloads that would gain on member1:
+	// -C keeps exactly the workloads that would gain on member1:
 	// the WouldMove ones, and those declined for the batch's timing whose
 	// every listed placement gains on member1.
 	var want []string

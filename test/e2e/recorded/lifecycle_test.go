@@ -148,7 +148,7 @@ func TestRecordInterruptedTTLWait(t *testing.T) {
 }
 
 // TestRecordInterruptedTriggerPhase sends SIGINT to the built binary while
-// it is still writing one-write triggers, slowed down by --qps 1: the status records
+// it is still writing one-write triggers, slowed down by --kube-api-qps 1: the status records
 // the triggers written and leaves the rest pending, the command exits 3, and
 // a later run triggers only the rest.
 func TestRecordInterruptedTriggerPhase(t *testing.T) {
@@ -164,7 +164,7 @@ func TestRecordInterruptedTriggerPhase(t *testing.T) {
 	// moves make-before-break gets its trigger at its release instead (seen
 	// in CI when the placement of one of the six was not the one a fresh
 	// reschedule chooses); test/e2e/handover covers recorded runs moved so.
-	args := []string{"-n", ns, "--name", name, "--wait=false", "--qps", "1", "--burst", "1", "--max-unavailable=100%"}
+	args := []string{"-n", ns, "--name", name, "--wait=false", "--kube-api-qps", "1", "--kube-api-burst", "1", "--max-unavailable=100%"}
 	for _, n := range names {
 		args = append(args, "deploy/"+n)
 	}

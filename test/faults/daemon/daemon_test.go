@@ -61,7 +61,7 @@ func BenchmarkDaemonFaults(b *testing.B) {
 	for i := range b.N {
 		report = append(report, runScenario(b, cp, bin, i)...)
 	}
-	fmt.Fprintf(os.Stdout, "\ntwo deschedule daemons (--leader-elect, --interval %s, --qps 1) each through a proxy failing %.0f%% of the requests (member proxy included), "+
+	fmt.Fprintf(os.Stdout, "\ntwo deschedule daemons (--leader-elect, --interval %s, --kube-api-qps 1) each through a proxy failing %.0f%% of the requests (member proxy included), "+
 		"Karmada apiserver restarted while the leader writes, the leader killed (SIGKILL) while it writes:\n", interval, 100*faultRate)
 	for _, l := range report {
 		fmt.Fprintln(os.Stdout, l)
@@ -125,7 +125,7 @@ func runScenario(b *testing.B, cp *harness.ControlPlane, bin string, run int) []
 		defer proxy.Close()
 		d := &daemon{id: id, proxy: proxy}
 		d.p = start(b, id, bin, "deschedule", "--kubeconfig", proxy.Kubeconfig, "-n", s.ns,
-			"--interval", interval.String(), "--unschedulable-threshold=1s", "--qps=1", "--burst=1", "--request-timeout", requestTimeout.String(),
+			"--interval", interval.String(), "--unschedulable-threshold=1s", "--kube-api-qps=1", "--kube-api-burst=1", "--request-timeout", requestTimeout.String(),
 			"--leader-elect", "--leader-elect-identity", id, "--leader-elect-lease-duration", leaseDuration.String(),
 			"--leader-elect-renew-deadline", renewDeadline.String(), "--leader-elect-retry-period", retryPeriod.String(),
 			"--logging-format=json")

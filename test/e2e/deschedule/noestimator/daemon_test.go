@@ -300,7 +300,7 @@ func TestDescheduleSignals(t *testing.T) {
 	names := []string{"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}
 	e.stuck("member2", 1, names...)
 
-	d := e.startDaemon("slow", "-n", e.NS, "--interval=1h", "--unschedulable-threshold=0s", "--qps=1", "--burst=1", "--leader-elect=false")
+	d := e.startDaemon("slow", "-n", e.NS, "--interval=1h", "--unschedulable-threshold=0s", "--kube-api-qps=1", "--kube-api-burst=1", "--leader-elect=false")
 	e.Eventually("a first binding written", func() (bool, string) {
 		for _, name := range names {
 			if len(e.events("ResourceBinding", name+"-deployment")) > 0 {
