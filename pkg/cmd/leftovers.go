@@ -62,6 +62,9 @@ func sweepLeftovers(ctx context.Context, log *slog.Logger, config *rest.Config, 
 	// Not the owner name of this process's own moves (a failback daemon
 	// moves workloads too): those are waited for like any live owner's.
 	r, err := scope.recoverer(config, handover.DefaultOwner()+"/sweep", false)
+	if err == nil {
+		r.ByDeadline = true
+	}
 	if err != nil {
 		log.Error("cannot look for bindings left suspended by interrupted moves", "err", err)
 		return

@@ -103,6 +103,20 @@ type Recoverer struct {
 	Owner string
 	// DryRun sends the writes as server-side dry runs.
 	DryRun bool
+	// ByDeadline waits for every other owner's deadline, even one of this
+	// host that is gone: a daemon recovers only leftovers past their
+	// deadline or changed under their move, so that a failback resumed by
+	// the next leader finds its own leftover and moves it again (its
+	// record already counts the workload done).
+	ByDeadline bool
+}
+
+// decide is Decide as this recoverer applies it.
+func (r *Recoverer) decide(b *workv1alpha2.ResourceBinding, now time.Time) Decision {
+	if r.ByDeadline {
+		return Decide(b, now, r.self())
+	}
+	return decide(b, now, r.self())
 }
 
 // Leftover is a binding that carries a move's ledger, with what recovery
@@ -209,7 +223,7 @@ func (r *Recoverer) Find(ctx context.Context, namespace string, all bool) ([]Lef
 }
 
 func (r *Recoverer) leftover(b *workv1alpha2.ResourceBinding, now time.Time) Leftover {
-	lo := Leftover{Namespace: b.Namespace, Name: b.Name, Workload: b.Spec.Resource, Binding: b, Decision: decide(b, now, r.self())}
+	lo := Leftover{Namespace: b.Namespace, Name: b.Name, Workload: b.Spec.Resource, Binding: b, Decision: r.decide(b, now)}
 	if l, err := ReadLedger(b); err == nil && l != nil {
 		lo.Ledger = l
 		if !l.Started.IsZero() {
@@ -230,7 +244,7 @@ func (r *Recoverer) Recover(ctx context.Context, namespace, name string) (Decisi
 	}
 	var d Decision
 	_, err = writeGuarded(ctx, api, b, func(b *workv1alpha2.ResourceBinding) ([]byte, error) {
-		d = decide(b, r.now(), r.self())
+		d = r.decide(b, r.now())
 		return decisionPatch(b, d)
 	})
 	return d, err
