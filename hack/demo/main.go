@@ -152,7 +152,7 @@ func run() error {
 	say("plan wrote nothing: the placement is still the same")
 
 	step("Step 5: rebalance what would come back to member1")
-	if err := runPlugin(kubeconfig, "deployment/foo", "-n", namespace, "--to-cluster", "member1"); err != nil {
+	if err := runPlugin(kubeconfig, "deployment/foo", "-n", namespace, "--clusters", "member1"); err != nil {
 		return err
 	}
 	last, err := show(ctx, c, fixtures.TutorialSplits...)
