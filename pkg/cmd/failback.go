@@ -80,8 +80,9 @@ var (
 		replica follows the clusters, only the leader acts), serves Prometheus
 		metrics and health probes, logs in text or JSON, and records events on
 		the Cluster (FailbackWindowStarted, FailbackWindowReset,
-		FailbackStarted, FailbackFinished, FailbackStopped) and on each binding
-		it triggers (FailbackTriggered, FailbackFailed), so that kubectl describe
+		FailbackStarted, FailbackFinished, FailbackStopped), on each binding
+		it triggers (FailbackTriggered, FailbackFailed) and on each record (the
+		run's history, as for any recorded run), so that kubectl describe
 		shows why a workload moved. SIGINT and SIGTERM stop starting workloads,
 		let those in flight be recorded and release the Lease.`)
 
@@ -380,7 +381,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 
 	ttl := o.TTL
-	controller := failback.New(karmada, &failbackRunner{o: o, log: log}, failback.Options{
+	controller := failback.New(karmada, &failbackRunner{o: o, log: log, events: events}, failback.Options{
 		Window:       o.StabilizationWindow,
 		Cooldown:     o.Cooldown,
 		RebalanceAll: o.RebalanceAll,
@@ -434,6 +435,9 @@ func isStatefulSetKind(k string) bool {
 type failbackRunner struct {
 	o   *FailbackOptions
 	log *slog.Logger
+	// events, when set, records each failback's history on its record
+	// too, as kubectl rebalance does for a recorded run.
+	events *daemon.EventRecorder
 }
 
 // targets names the workloads of a failback: the kinds, namespace and
@@ -633,6 +637,9 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 	engine, err := t.engine(mapper)
 	if err != nil {
 		return false, err
+	}
+	if r.events != nil {
+		engine.Events = r.events.Recorder()
 	}
 	report.OneWrite = r.mover(t, engine, &rr, out)
 	gotRows := false
