@@ -84,7 +84,12 @@ var (
 		it triggers (FailbackTriggered, FailbackFailed) and on each record (the
 		run's history, as for any recorded run), so that kubectl describe
 		shows why a workload moved. SIGINT and SIGTERM stop starting workloads,
-		let those in flight be recorded and release the Lease.`)
+		let those in flight be recorded and release the Lease.
+
+		The leader publishes its view of the clusters (which is in its
+		stabilization window and how long is left, which workloads each
+		failure displaced) in a ConfigMap beside its Lease: 'kubectl rebalance
+		failback status' shows it, with the last failbacks, from any machine.`)
 
 	failbackExample = templates.Examples(`
 		# Fail back the Deployments a failure displaced once their cluster stays healthy for 5 minutes
@@ -98,6 +103,9 @@ var (
 
 		# 10 workloads at a time, each ready within 5m, stopping after 3 failures; keep records a day
 		kubectl rebalance failback -A --max-in-flight 10 --progress-deadline 5m --max-failures 3 --ttl 86400
+
+		# What the daemon running in the cluster sees: windows and time left, displaced workloads, last failbacks
+		kubectl rebalance failback status
 
 		# Only labelled workloads of one namespace, only back to member1, with metrics and probes
 		kubectl rebalance failback -n shop -l tier=web --clusters member1 --metrics-bind-address :8080 --health-probe-bind-address :10358`)
@@ -194,6 +202,7 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
 	})
 	o.AddFlags(cmd)
+	cmd.AddCommand(NewCmdFailbackStatus(streams))
 	return cmd
 }
 
@@ -392,6 +401,8 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		Metrics:      metrics,
 		Events:       events,
 		Logger:       log,
+		Publisher:    o.statePublisher(kube),
+		Identity:     daemon.HolderIdentity(host),
 	})
 	var le *daemon.LeaderElection
 	if o.LeaderElect {
@@ -404,6 +415,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 			return withExitCode(ExitError, fmt.Errorf("cannot build a client for the leader election Lease: %w", err))
 		}
 		le = o.leaderElection(leases, host)
+		controller.SetIdentity(le.Identity)
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "cooldown", o.Cooldown.String(), "rebalanceAll", o.RebalanceAll, "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
@@ -416,6 +428,16 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// statePublisher is where the daemon publishes its view of the clusters
+// for `kubectl rebalance failback status`: a ConfigMap named and placed like
+// its Lease. A dry run writes nothing, that view included.
+func (o *FailbackOptions) statePublisher(kube kubernetes.Interface) failback.Publisher {
+	if o.DryRun {
+		return nil
+	}
+	return &failback.ConfigMapPublisher{Client: kube.CoreV1(), Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName}
 }
 
 // isStatefulSetKind reports whether a --kinds entry names StatefulSets, in
