@@ -10,10 +10,12 @@ import (
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/cmd"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 	rt "github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/recorded/recordtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
@@ -24,7 +26,7 @@ import (
 // another machine would, what it sees: member1 failed with the workload it
 // displaced; then member1 recovering, with the time left in its
 // stabilization window counting down; then the failback finished and
-// member1 cooling down.
+// member1 cooling down, and the failback's history on its record.
 func TestFailbackStatusDuringTheWindow(t *testing.T) {
 	cp := harness.Require(t)
 	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
@@ -124,4 +126,11 @@ func TestFailbackStatusDuringTheWindow(t *testing.T) {
 	assert.Equal(t, 0, after.Displaced, "back on member1")
 	assert.Equal(t, rec.Name, got.Failbacks[0].Name)
 	assert.Equal(t, 1, got.Failbacks[0].Successful)
+
+	// The failback's run is a recorded run like any: its history is on its
+	// record, from the daemon.
+	waitEvent(ctx, t, c, metav1.NamespaceDefault, "WorkloadRebalancer", rec.Name, run.ReasonStarted, recovered)
+	moved := waitEvent(ctx, t, c, metav1.NamespaceDefault, "WorkloadRebalancer", rec.Name, run.ReasonRescheduled, recovered)
+	assert.Contains(t, moved.Message, "Deployment "+ns+"/shown rescheduled: {member2:3} -> ")
+	waitEvent(ctx, t, c, metav1.NamespaceDefault, "WorkloadRebalancer", rec.Name, run.ReasonFinished, recovered)
 }
