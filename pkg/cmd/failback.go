@@ -80,10 +80,16 @@ var (
 		replica follows the clusters, only the leader acts), serves Prometheus
 		metrics and health probes, logs in text or JSON, and records events on
 		the Cluster (FailbackWindowStarted, FailbackWindowReset,
-		FailbackStarted, FailbackFinished, FailbackStopped) and on each binding
-		it triggers (FailbackTriggered, FailbackFailed), so that kubectl describe
+		FailbackStarted, FailbackFinished, FailbackStopped), on each binding
+		it triggers (FailbackTriggered, FailbackFailed) and on each record (the
+		run's history, as for any recorded run), so that kubectl describe
 		shows why a workload moved. SIGINT and SIGTERM stop starting workloads,
-		let those in flight be recorded and release the Lease.`)
+		let those in flight be recorded and release the Lease.
+
+		The leader publishes its view of the clusters (which is in its
+		stabilization window and how long is left, which workloads each
+		failure displaced) in a ConfigMap beside its Lease: 'kubectl rebalance
+		failback status' shows it, with the last failbacks, from any machine.`)
 
 	failbackExample = templates.Examples(`
 		# Fail back the Deployments a failure displaced once their cluster stays healthy for 5 minutes
@@ -97,6 +103,9 @@ var (
 
 		# 10 workloads at a time, each ready within 5m, stopping after 3 failures; keep records a day
 		kubectl rebalance failback -A --max-in-flight 10 --progress-deadline 5m --max-failures 3 --ttl 24h
+
+		# What the daemon running in the cluster sees: windows and time left, displaced workloads, last failbacks
+		kubectl rebalance failback status
 
 		# Only labelled workloads of one namespace, only back to member1, with metrics and probes
 		kubectl rebalance failback -n shop -l tier=web -C member1 --metrics-bind-address :8080 --health-probe-bind-address :10358`)
@@ -196,6 +205,7 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	}
 	o.AddFlags(cmd)
+	cmd.AddCommand(NewCmdFailbackStatus(streams))
 	return cmd
 }
 
@@ -394,7 +404,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 	}
 
 	ttl := o.ttlSeconds()
-	controller := failback.New(karmada, &failbackRunner{o: o, log: log}, failback.Options{
+	controller := failback.New(karmada, &failbackRunner{o: o, log: log, events: events}, failback.Options{
 		Window:       o.StabilizationWindow,
 		Cooldown:     o.Cooldown,
 		RebalanceAll: o.RebalanceAll,
@@ -410,6 +420,8 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		Leftovers: func(ctx context.Context) {
 			sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.namespace, all: o.namespace == ""}, o.DryRun != rebalance.DryRunNone)
 		},
+		Publisher: o.statePublisher(kube),
+		Identity:  daemon.HolderIdentity(host),
 	})
 	var le *daemon.LeaderElection
 	if o.LeaderElect {
@@ -422,6 +434,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 			return withExitCode(ExitError, fmt.Errorf("cannot build a client for the leader election Lease: %w", err))
 		}
 		le = o.leaderElection(leases, host)
+		controller.SetIdentity(le.Identity)
 	}
 	log.Info("starting", "version", version.Get().Version, "namespace", orAll(o.namespace), "kinds", o.Kinds, "selector", o.LabelSelector,
 		"clusters", o.Clusters, "stabilizationWindow", o.StabilizationWindow.String(), "cooldown", o.Cooldown.String(), "rebalanceAll", o.RebalanceAll, "maxInFlight", o.MaxInFlight, "maxFailures", o.MaxFailures,
@@ -450,6 +463,16 @@ func (o *FailbackOptions) endpoint() endpoint {
 // it fits).
 func (o *FailbackOptions) ttlSeconds() int32 { return int32(o.TTL / time.Second) }
 
+// statePublisher is where the daemon publishes its view of the clusters
+// for `kubectl rebalance failback status`: a ConfigMap named and placed like
+// its Lease. A dry run writes nothing, that view included.
+func (o *FailbackOptions) statePublisher(kube kubernetes.Interface) failback.Publisher {
+	if o.DryRun != rebalance.DryRunNone {
+		return nil
+	}
+	return &failback.ConfigMapPublisher{Client: kube.CoreV1(), Namespace: o.LeaderElectNamespace, Name: o.LeaderElectName}
+}
+
 // isStatefulSetKind reports whether a --kinds entry names StatefulSets, in
 // any of the ways kubectl accepts.
 func isStatefulSetKind(k string) bool {
@@ -467,6 +490,9 @@ func isStatefulSetKind(k string) bool {
 type failbackRunner struct {
 	o   *FailbackOptions
 	log *slog.Logger
+	// events, when set, records each failback's history on its record
+	// too, as kubectl rebalance does for a recorded run.
+	events *daemon.EventRecorder
 }
 
 // targets names the workloads of a failback: the kinds, namespace and
@@ -666,6 +692,9 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 	engine, err := t.engine(mapper)
 	if err != nil {
 		return false, err
+	}
+	if r.events != nil {
+		engine.Events = r.events.Recorder()
 	}
 	report.OneWrite = r.mover(t, engine, &rr, out)
 	gotRows := false

@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/daemon"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
@@ -66,7 +67,11 @@ var (
 		returns; otherwise, or with --wait-ttl, it waits and deletes it itself
 		ttl after it finished. --server-side leaves the
 		triggers to Karmada's own controller and follows its status. List
-		records with 'kubectl rebalance get'.
+		records with 'kubectl rebalance get'. A recorded run writes its history
+		as events on its WorkloadRebalancer (RebalanceStarted,
+		WorkloadRescheduled, WorkloadTriggered, WorkloadFailed,
+		RebalanceInterrupted, RebalanceFinished), which 'kubectl describe
+		workloadrebalancer NAME' shows.
 
 		--max-in-flight N rebalances in waves: at most N workloads between
 		their trigger and done (rescheduled and, unless --wait-ready=false,
@@ -113,6 +118,9 @@ var (
 
 		# Create or update the WorkloadRebalancer of a manifest, as Karmada's controller would handle it
 		kubectl rebalance -f rebalancer.yaml
+
+		# See the history of that recorded run: started, each workload rescheduled or failed, finished
+		kubectl describe workloadrebalancer nginx-after-failover
 
 		# Leave the triggers to Karmada's in-cluster controller and follow its status
 		kubectl rebalance deploy/nginx --server-side --ttl 60
@@ -424,6 +432,14 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var events *daemon.EventRecorder
+	if recorded {
+		// The run's history, on its WorkloadRebalancer for kubectl describe.
+		if events, err = o.runEvents(); err != nil {
+			return withExitCode(ExitError, err)
+		}
+		engine.Events = events.Recorder()
+	}
 	if !o.ServerSide {
 		// A server-side run leaves its triggers to Karmada's controller;
 		// every other run, recorded or not, moves make-before-break (a
@@ -441,6 +457,9 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 	req.Hooks = out.hooks()
 	result, err := engine.Run(ctx, req)
 	out.close()
+	if events != nil {
+		o.flushRunEvents(ctx, events, result)
+	}
 	return o.exitCode(result, err, recorded)
 }
 

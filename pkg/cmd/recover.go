@@ -303,4 +303,3 @@ func recoverSummary(rows []recovered, dryRun cmdutil.DryRunStrategy) string {
 	}
 	return fmt.Sprintf("%d binding(s) held by unfinished moves: %s%s", len(rows), strings.Join(parts, ", "), suffix)
 }
-

@@ -2,20 +2,26 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/reference"
 )
 
@@ -164,4 +170,50 @@ func TestEventSchemeNamesClusters(t *testing.T) {
 	assert.Equal(t, "Cluster", ref.Kind)
 	assert.Equal(t, "cluster.karmada.io/v1alpha1", ref.APIVersion)
 	assert.Equal(t, "member1", ref.Name)
+}
+
+// TestEventRecorderReasonsAreRateLimitedApart checks that a flood of one
+// reason about an object (a run reporting every workload on its
+// WorkloadRebalancer) does not use up the budget of another reason about it
+// (the run's end), which client-go's default spam filter would drop after
+// 25 events about the object.
+func TestEventRecorderReasonsAreRateLimitedApart(t *testing.T) {
+	kube := fake.NewClientset()
+	r := NewEventRecorder(kube, "test", "")
+	defer r.Shutdown()
+	rb := &appsv1alpha1.WorkloadRebalancer{ObjectMeta: metav1.ObjectMeta{Name: "fleet", UID: "u1"}}
+	for i := range 40 {
+		r.Recorder().Eventf(rb, corev1.EventTypeNormal, "WorkloadRescheduled", "workload %d rescheduled", i)
+	}
+	r.Recorder().Event(rb, corev1.EventTypeNormal, "RebalanceFinished", "done")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, r.Flush(ctx))
+	events, err := kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var reasons []string
+	for _, e := range events.Items {
+		reasons = append(reasons, e.Reason)
+		assert.Equal(t, "WorkloadRebalancer", e.InvolvedObject.Kind, "a typed WorkloadRebalancer is named by the scheme")
+		assert.Equal(t, "apps.karmada.io/v1alpha1", e.InvolvedObject.APIVersion)
+	}
+	assert.Contains(t, reasons, "RebalanceFinished")
+	assert.NoError(t, r.Err())
+}
+
+// TestEventRecorderErr checks that a refused event write is kept for the
+// caller to report, as client-go's recorder only logs it.
+func TestEventRecorderErr(t *testing.T) {
+	kube := fake.NewClientset()
+	kube.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
+	})
+	r := NewEventRecorder(kube, "test", "")
+	defer r.Shutdown()
+	r.Recorder().Event(&appsv1alpha1.WorkloadRebalancer{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}, corev1.EventTypeNormal, "RebalanceStarted", "started")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, r.Flush(ctx))
+	require.Error(t, r.Err())
+	assert.True(t, apierrors.IsForbidden(r.Err()))
 }

@@ -134,6 +134,11 @@ type Options struct {
 	// attempt may not meet (an apiserver restarting); they are retried,
 	// logged, until they pass or the daemon stops. Nil retries nothing.
 	Retriable func(error) bool
+	// Publisher, when set, is where the leader publishes its view of the
+	// clusters for `kubectl rebalance failback status` (see status.go);
+	// Identity names this daemon there.
+	Publisher Publisher
+	Identity  string
 }
 
 // Controller watches the member clusters and fails back to the ones that
@@ -167,7 +172,9 @@ type Controller struct {
 }
 
 type activeRun struct {
-	key    string
+	key string
+	// record is the WorkloadRebalancer of the failback.
+	record string
 	cancel context.CancelFunc
 	done   chan struct{}
 	// aborted says why the run was cancelled, for the report.
@@ -203,6 +210,14 @@ func (c *Controller) explain(err error) error {
 		return err
 	}
 	return c.opts.Explain(err)
+}
+
+// SetIdentity names this daemon in the state it publishes (its Lease
+// identity, once known).
+func (c *Controller) SetIdentity(identity string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opts.Identity = identity
 }
 
 // observe reads a cluster's health for its failback: a taint the workloads
@@ -610,6 +625,13 @@ func (c *Controller) lead(ctx context.Context) {
 	c.mu.Unlock()
 	c.log.Info("acting on recoveries", "window", c.opts.Window.String(), "dryRun", c.opts.DryRun)
 	c.takeOver(ctx)
+	// The leader's view, for `failback status`; waited for with the runs,
+	// so that nothing is published once the Lease is given up.
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.publish(ctx)
+	}()
 
 	ticker := time.NewTicker(sweepInterval)
 	defer ticker.Stop()
@@ -734,7 +756,7 @@ func (c *Controller) start(cluster *clusterv1alpha1.Cluster, req Request) {
 	// The run ends only when told why (cancel after setting aborted): when
 	// the leadership ends, lead() says so before cancelling.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(c.leading))
-	run := &activeRun{key: key, cancel: cancel, done: make(chan struct{})}
+	run := &activeRun{key: key, record: req.Name, cancel: cancel, done: make(chan struct{})}
 	c.runs[name] = run
 	c.keepTolerations(name)
 	req.Progress = func(s waves.Status) { c.opts.Metrics.setInFlight(name, s.InFlight) }

@@ -148,6 +148,19 @@ func (d *Displacements) Of(cluster string) (ready []Displaced, evicting int) {
 	return ready, evicting
 }
 
+// List returns every workload displaced from cluster, those Karmada is
+// still evicting included, by binding.
+func (d *Displacements) List(cluster string) []Displaced {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Displaced, 0, len(d.byCluster[cluster]))
+	for _, e := range d.byCluster[cluster] {
+		out = append(out, *e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Binding < out[j].Binding })
+	return out
+}
+
 // Tolerates reports whether a taint of cluster is tolerated by the
 // workloads displaced from it: by one of them at least (the scheduler
 // places each only where it tolerates every taint, so a workload that does

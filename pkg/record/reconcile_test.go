@@ -138,6 +138,7 @@ func TestReconcileRecordsOnlyWhatTheControllerCould(t *testing.T) {
 	}
 	assert.Contains(t, rows[mismatched].Message, "belongs to")
 	assert.Contains(t, rows[rejected].Message, "refused by a webhook")
+	assert.Len(t, pass.Ran, 5, "the first pass ran every workload")
 	failed, pending := rebalance.CountRows(pass.Rows)
 	assert.Equal(t, 1, failed, "only the missing binding failed")
 	assert.Equal(t, 3, pending)
@@ -155,6 +156,8 @@ func TestReconcileRecordsOnlyWhatTheControllerCould(t *testing.T) {
 	client.ReactionChain = client.ReactionChain[1:] // the webhook no longer refuses
 	second := reconcileDemo(t, client, rec)
 	assert.Equal(t, 3, second.Triggered, "only the pending entries are tried again")
+	assert.Equal(t, map[rebalance.Workload]bool{mismatched: true, recreated: true, rejected: true}, second.Ran,
+		"the rows of the others come from the status the first pass wrote")
 	status = statusOf(t, client)
 	for _, w := range []rebalance.Workload{webDeploy, mismatched, recreated, rejected} {
 		assert.Equal(t, appsv1alpha1.RebalanceSuccessful, status[w].Result, w.Name)

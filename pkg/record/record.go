@@ -77,6 +77,10 @@ type Pass struct {
 	// this pass triggered carry the run's detail; the others are rebuilt
 	// from the status.
 	Rows []rebalance.Row
+	// Ran holds the workloads this pass's runs handled (their rows carry
+	// the run's detail), as opposed to those whose rows are rebuilt from
+	// the status an earlier pass or another writer recorded.
+	Ran map[rebalance.Workload]bool
 	// Triggered counts the workloads this pass tried to trigger.
 	Triggered int
 	// Written counts the bindings whose trigger this pass wrote.
@@ -355,7 +359,7 @@ func clean(rb *appsv1alpha1.WorkloadRebalancer) *appsv1alpha1.WorkloadRebalancer
 // *RequestError for a request no retry can fix, ErrRebalancerGone when the
 // object is deleted meanwhile, or the context's error while writing.
 func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) (*Pass, error) {
-	pass := &Pass{Rebalancer: rb}
+	pass := &Pass{Rebalancer: rb, Ran: map[rebalance.Workload]bool{}}
 	ran := map[rebalance.Workload]rebalance.Row{}
 	planned := r.Planned
 	for {
@@ -409,6 +413,7 @@ func (r *Recorder) Reconcile(ctx context.Context, rb *appsv1alpha1.WorkloadRebal
 							"rebalance the workload with a new workloadrebalancer, or without one", rebalance.FormatTime(at.Time), rb.Name)
 					}
 					ran[row.Workload] = row
+					pass.Ran[row.Workload] = true
 				}
 			}
 		}

@@ -146,6 +146,10 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
 		plan.grow = engine.Ordered(rec.Planned)
 	}
+	events := newRunEvents(e.Events)
+	if engine != nil {
+		engine.Finished = events.workload
+	}
 	hold := holdRecorded(mover, plan, known, req.Workers)
 	// Workloads an existing record lists whose bindings an earlier run left
 	// suspended (found once the record is read, see findLeftovers).
@@ -188,6 +192,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		return nil, err
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
+	events.started(obj, req, applied == record.AppliedCreated, engine)
 	if applied != record.AppliedCreated && mover != nil {
 		// A record run again (a resumed failback, a command run again after
 		// SIGKILL): no binding it lists stays suspended by an earlier move.
@@ -208,12 +213,20 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		passErr error
 	)
 	if req.Record.ServerSide {
+		// The workloads this generation triggers, as followController
+		// reads them.
+		fresh := map[rebalance.Workload]bool{}
+		for _, w := range record.PendingWorkloads(record.SyncStatus(obj.Status, obj.Spec, obj.Generation)) {
+			fresh[w] = true
+		}
 		obj, rows, passErr = e.followController(runCtx, req, rec, api, obj, prepared)
+		events.pass(rows, func(w rebalance.Workload) bool { return fresh[w] })
 	} else {
 		var pass *record.Pass
 		pass, passErr = rec.Reconcile(runCtx, obj)
 		if pass != nil {
 			obj, rows = pass.Rebalancer, pass.Rows
+			events.pass(rows, func(w rebalance.Workload) bool { return pass.Ran[w] })
 		}
 		if errors.Is(passErr, record.ErrRebalancerGone) && req.Wait && runCtx.Err() == nil {
 			// Karmada's controller may finish the record and delete it at
@@ -228,6 +241,9 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	result.setRows(rows)
 	if req.waved() {
 		result.Waves = engine.Last
+	}
+	if !errors.Is(passErr, record.ErrRebalancerGone) {
+		events.ended(obj, rows, e.stopReason(ctx, runCtx, req, result, passErr))
 	}
 	if rows != nil && req.Hooks.Rows != nil {
 		if err := req.Hooks.Rows(result); err != nil {
@@ -254,6 +270,24 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	}
 
 	return result, e.afterRecord(ctx, req, rec, result)
+}
+
+// stopReason says why a recorded run stopped before every workload was
+// done, for its events; "" when it did not: every workload has its result,
+// or the scheduler's answer was not waited for.
+func (e *Engine) stopReason(ctx, runCtx context.Context, req Request, result *Result, passErr error) string {
+	_, pending := rebalance.CountRows(result.Rows)
+	switch stop := result.Stopped(); {
+	case stop != waves.StopNone && stop != waves.StopLedgerGone:
+		return result.Waves.StopMessage
+	case ctx.Err() != nil:
+		return "interrupted"
+	case passErr != nil:
+		return "stopped on an error: " + e.explain(passErr).Error()
+	case runCtx.Err() != nil && pending > 0:
+		return fmt.Sprintf("the timeout of %s expired", req.Timeout)
+	}
+	return ""
 }
 
 // afterRecord is what follows a reconciled record: after Ctrl-C, a word on

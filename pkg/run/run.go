@@ -9,6 +9,7 @@ import (
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	eventrecord "k8s.io/client-go/tools/record"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -177,6 +178,10 @@ type Engine struct {
 	// WithDeadline derives the context the request's Deadline bounds;
 	// nil means context.WithDeadline.
 	WithDeadline func(context.Context, time.Time) (context.Context, context.CancelFunc)
+	// Events, when set, records the history of every recorded run as
+	// Kubernetes Events on its WorkloadRebalancer (see events.go); the
+	// caller flushes it before it exits.
+	Events eventrecord.EventRecorder
 }
 
 // NewClockedClient builds a Karmada client whose responses feed a server

@@ -79,6 +79,9 @@ type Options struct {
 	Order func(a, b rebalance.Workload) int
 	// Progress, when set, hears every change of the counts.
 	Progress func(Status)
+	// Finished, when set, hears each workload's row as its move ends,
+	// from the goroutine that runs the waves (a recorded run's events).
+	Finished func(rebalance.Row)
 	// LedgerInterval is how often, at most, the triggers written are
 	// handed to the ledger (a recorded run's status). Zero means 1s.
 	LedgerInterval time.Duration
@@ -368,6 +371,9 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 			}
 			if e.Pause > 0 {
 				resting = append(resting, time.Now().Add(e.Pause))
+			}
+			if e.Finished != nil {
+				e.Finished(s.row)
 			}
 			report()
 		}

@@ -118,6 +118,23 @@ func TestOrder(t *testing.T) {
 	assert.Equal(t, []string{"c", "a", "b"}, mover.order)
 }
 
+// TestFinishedHearsEachWorkloadAsItEnds checks that every started workload
+// is told once, with its judged row, as its move ends; unstarted ones are
+// not.
+func TestFinishedHearsEachWorkloadAsItEnds(t *testing.T) {
+	mover := &fakeMover{outcome: map[string]rebalance.Outcome{"app-01": rebalance.OutcomeSchedulingFailed}}
+	var heard []rebalance.Row
+	e := &Engine{Options: Options{MaxInFlight: 1, MaxFailures: 1, Finished: func(row rebalance.Row) { heard = append(heard, row) }}}
+	res, err := e.Run(context.Background(), mover, targets(names(4)...), nil)
+	require.NoError(t, err)
+	require.Len(t, heard, 2, "app-00 and app-01 started; the budget stopped the rest")
+	assert.Equal(t, "app-00", heard[0].Workload.Name)
+	assert.Equal(t, rebalance.OutcomeScheduled, heard[0].Observation.Outcome)
+	assert.Equal(t, "app-01", heard[1].Workload.Name)
+	assert.Equal(t, rebalance.OutcomeSchedulingFailed, heard[1].Observation.Outcome)
+	assert.Equal(t, res.Rows[1], heard[1], "the row heard is the row of the result")
+}
+
 func TestFailureBudgetStopsStarting(t *testing.T) {
 	mover := &fakeMover{outcome: map[string]rebalance.Outcome{
 		"app-00": rebalance.OutcomeSchedulingFailed,
