@@ -418,7 +418,7 @@ func (o *FailbackOptions) Run(ctx context.Context) error {
 		Explain:      o.endpoint().explainKeep,
 		Retriable:    daemonRetriable(ctx),
 		Leftovers: func(ctx context.Context) {
-			sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.namespace, all: o.namespace == ""}, o.DryRun != rebalance.DryRunNone)
+			sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.namespace}, o.DryRun != rebalance.DryRunNone)
 		},
 		Publisher: o.statePublisher(kube),
 		Identity:  daemon.HolderIdentity(host),

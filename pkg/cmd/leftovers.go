@@ -14,8 +14,9 @@ import (
 )
 
 // leftoverScope is where a command looks for bindings that interrupted
-// make-before-break moves left suspended: a namespace, or every namespace
-// and the cluster-scoped bindings.
+// make-before-break moves left suspended: a namespace (every namespace when
+// empty), and with all the cluster-scoped bindings too. The daemons look at
+// ResourceBindings only, which is all their roles let them move.
 type leftoverScope struct {
 	namespace string
 	all       bool
@@ -49,12 +50,12 @@ func reportLeftovers(ctx context.Context, w io.Writer, config *rest.Config, scop
 // interrupted moves left suspended past their deadline or changed under
 // them, and logs each (a dry-run daemon only logs them).
 func (o *DescheduleOptions) sweepLeftovers(ctx context.Context, log *slog.Logger) {
-	sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.Namespace, all: o.Namespace == ""}, o.DryRun != deschedule.DryRunNone)
+	sweepLeftovers(ctx, log, o.restConfig, leftoverScope{namespace: o.Namespace}, o.DryRun != deschedule.DryRunNone)
 }
 
 // reportLeftovers warns of the leftovers in the descheduler's scope.
 func (o *DescheduleOptions) reportLeftovers(ctx context.Context) {
-	reportLeftovers(ctx, o.ErrOut, o.restConfig, leftoverScope{namespace: o.Namespace, all: o.Namespace == ""})
+	reportLeftovers(ctx, o.ErrOut, o.restConfig, leftoverScope{namespace: o.Namespace})
 }
 
 // sweepLeftovers is a daemon's recovery of leftovers, once per pass.
