@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -138,11 +139,10 @@ func TestScaledDuringTheMoveLetsGo(t *testing.T) {
 		for ctx.Err() == nil && ledgerPhase(ctx, client) != PhaseStaging {
 			time.Sleep(10 * time.Millisecond)
 		}
-		rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
-		if err == nil {
-			rb.Spec.Replicas = 5
-			_, _ = client.WorkV1alpha2().ResourceBindings("default").Update(ctx, rb, metav1.UpdateOptions{})
-		}
+		// A patch of spec.replicas alone, as the detector's would be: an
+		// update from an older read would also undo the move's own write.
+		_, _ = client.WorkV1alpha2().ResourceBindings("default").Patch(ctx, "web-deployment", types.MergePatchType,
+			[]byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
 	}()
 	row, err := m.Move(ctx, webTarget, func(rebalance.Row) {})
 	require.NoError(t, err)
