@@ -137,8 +137,10 @@ func TestPeopleRBAC(t *testing.T) {
 	recordCommands := []peopleCommand{
 		{"recorded, waiting out its ttl", func(run int) []string {
 			// Long enough for the run to end and its watch to start before
-			// Karmada's controller deletes the record.
-			return []string{"deploy/web", "-n", ns, "--name", record("ttl", run), "--ttl", "10"}
+			// Karmada's controller deletes the record. --wait-ttl: without
+			// it a run leaves a record the controller handles to the
+			// controller, and never watches it.
+			return []string{"deploy/web", "-n", ns, "--name", record("ttl", run), "--ttl", "10", "--wait-ttl"}
 		}},
 		{"changed manifest re-applied", func(run int) []string {
 			name := record("apply", run)

@@ -95,5 +95,6 @@ metadata:
 	assert.Contains(t, missing.stdout, "deployment.apps/ghost   Failed")
 	usage := run(nil, "rebalance", "--dry-run=sometimes", "deploy/web")
 	assert.Equal(t, cmd.ExitError, usage.code)
-	assert.Equal(t, "error: invalid --dry-run value \"sometimes\": use none, client or server\n", usage.stderr)
+	assert.Equal(t, "error: invalid --dry-run \"sometimes\": use none, client or server (e.g. --dry-run=client; --dry-run alone means client)\n"+
+		"See 'kubectl rebalance -h' for help and examples\n", usage.stderr)
 }
