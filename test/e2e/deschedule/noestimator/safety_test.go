@@ -123,8 +123,10 @@ func TestDescheduleDryRunAndCounting(t *testing.T) {
 	counts, report := pass("client")
 	// One LIST of bindings and one of the Deployment templates (their
 	// opt-out annotation), then pods, deployments and replicasets of member2:
-	// LISTs too, which the counter sees as GETs of clusters/proxy.
-	assert.Equal(t, map[string]int{"LIST": 2, "GET": 3}, counts)
+	// LISTs too, which the counter sees as GETs of clusters/proxy. After the
+	// pass, one more LIST of bindings looks for those an interrupted
+	// make-before-break move left suspended (reported, not written).
+	assert.Equal(t, map[string]int{"LIST": 3, "GET": 3}, counts)
 	assert.Equal(t, deschedule.DryRunClient, report.DryRun)
 	assert.Equal(t, 2, report.Summary.Descheduled)
 	assert.Equal(t, deschedule.OutcomeDryRun, bindingOf(t, report, "web").Outcome)
@@ -132,7 +134,7 @@ func TestDescheduleDryRunAndCounting(t *testing.T) {
 
 	counts, report = pass("server")
 	// The writes are patches of the fields the descheduler owns (issue 26).
-	assert.Equal(t, map[string]int{"LIST": 2, "GET": 3, "PATCH": 2}, counts, "the patches reach the server, the events are not sent")
+	assert.Equal(t, map[string]int{"LIST": 3, "GET": 3, "PATCH": 2}, counts, "the patches reach the server, the events are not sent")
 	assert.Equal(t, deschedule.OutcomeDryRun, bindingOf(t, report, "api").Outcome)
 	assert.Equal(t, 2, report.Summary.Descheduled)
 	assert.Equal(t, before, e.specVersions("web", "api"), "a server dry run persists nothing")
