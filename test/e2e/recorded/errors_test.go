@@ -46,9 +46,9 @@ func TestRecordBadInput(t *testing.T) {
 		want string
 	}{
 		{name: "negative ttl", args: []string{"deploy/web", "-n", ns, "--ttl", "-5"},
-			want: `^error: invalid --ttl -5: a ttl cannot be negative; give 0 to delete the workloadrebalancer as soon as it finished, or leave --ttl out to keep it\n`},
+			want: `^error: invalid --ttl -5s: a ttl cannot be negative; give 0 to delete the workloadrebalancer as soon as it finished, or leave --ttl out to keep it\n`},
 		{name: "ttl not an integer", args: []string{"deploy/web", "-n", ns, "--ttl", "ten"},
-			want: `^error: invalid --ttl "ten": give a whole number of seconds, e.g. --ttl 300 \(0 deletes the workloadrebalancer as soon as it finished\)\n`},
+			want: `^error: invalid --ttl "ten": give a duration such as 30s, 5m or 1h30m, or a whole number of seconds such as 300, e.g. --ttl 5m\n`},
 		{name: "empty selection", args: []string{"deployments", "--all", "-n", empty, "--name", "rec-bad-empty"},
 			want: `^error: nothing to record: the selection holds no workload, and a workloadrebalancer needs at least one \(--name, --ttl or --server-side was given\); nothing was created\n$`},
 		{name: "manifest without workloads", args: []string{"-f", noWorkloads},
