@@ -1,18 +1,14 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
@@ -106,274 +102,25 @@ func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Ta
 		},
 		WaitReady: s.waitReady,
 	}
-	predictor, shared := o.predictor(targets)
-	return &handover.Mover{
+	return handover.New(handover.Config{
 		Karmada:     engine.Karmada,
 		Clock:       engine.Clock,
-		Predict:     predictor,
-		Shared:      shared,
-		Recheck:     o.recheckPredictor(targets),
-		Serial:      make(chan struct{}, 1),
+		Reads:       predictReads{o},
+		Targets:     targets,
 		Budget:      s.handover.budget,
 		MoveTimeout: s.handover.MoveTimeout,
 		OneWrite:    oneWrite,
 		WaitReady:   s.waitReady,
-	}
+	})
 }
 
-// moveReadsMaxAge is how long the clusters, estimators and members read for
-// the moves of a run serve further moves: every move that starts within
-// it predicts from the same read (a run all at once reads once), a later
-// one reads again (a wave that starts after the earlier moves released).
-const moveReadsMaxAge = 10 * time.Second
+// predictReads is where the predictions of a run's moves read from
+// (handover.Reads): the command's kubeconfig and --estimator, and the
+// release it detected.
+type predictReads struct{ o *targetOptions }
 
-// moveReads is what the make-before-break moves of one run predict from,
-// read at most once every moveReadsMaxAge however many workloads move:
-// the clusters and the estimators, the bindings of the run's namespaces once
-// a move looks for its binding there (shared: a run above the fleet
-// threshold follows its bindings with the waves' own list and watch, and
-// never asks), and the members' nodes and pods once a move's placement
-// depends on free capacity. Each move brings its own fresh read of its
-// binding, which is all a prediction needs of bindings.
-type moveReads struct {
-	read func(ctx context.Context, need readNeeds) (predict.Input, error)
-	// members reads the members into a read taken without them.
-	members func(ctx context.Context, in *predict.Input)
-	now     func() time.Time
-
-	// wantBindings turns on at the first look for a binding in the read.
-	wantBindings atomic.Bool
-
-	mu sync.Mutex // held across a read, so moves that start together wait for one
-	// last is the latest read: input renews it under mu, and readers that
-	// must not wait (shared) load it without mu.
-	last atomic.Pointer[takenRead]
+func (r predictReads) Source() (handover.Source, error) {
+	return r.o.predictSource(predict.EstimatorMode(r.o.Estimator))
 }
 
-// readNeeds says what a read of moveReads lists beyond the clusters and
-// the estimators.
-type readNeeds struct {
-	// bindings lists the bindings of the run's namespaces (and the members,
-	// if one of them depends on free capacity).
-	bindings bool
-	// members reads the members' nodes and pods whatever the bindings.
-	members bool
-}
-
-// takenRead is one read of moveReads and when it was taken.
-type takenRead struct {
-	in predict.Input
-	at time.Time
-	// members is true once the read holds the members it may need: read,
-	// or not needed since no estimator is consulted.
-	members bool
-}
-
-// input returns the shared read, reading again once it is older than
-// moveReadsMaxAge; with members, a read that holds the members' nodes and
-// pods. The caller holds mu.
-func (r *moveReads) input(ctx context.Context, members bool) (predict.Input, error) {
-	last := r.fresh()
-	switch {
-	case last != nil && (!members || last.members):
-		return last.in, nil
-	case last != nil:
-		// The read is young but was taken without the members: add them,
-		// keeping its age.
-		in := last.in
-		r.members(ctx, &in)
-		if err := ctx.Err(); err != nil {
-			return in, err
-		}
-		r.last.Store(&takenRead{in: in, at: last.at, members: true})
-		return in, nil
-	}
-	in, err := r.read(ctx, readNeeds{bindings: r.wantBindings.Load(), members: members})
-	if err != nil {
-		return in, err
-	}
-	r.last.Store(&takenRead{in: in, at: r.now(), members: members || in.Accurate != nil || len(in.Estimated) == 0})
-	return in, nil
-}
-
-// fresh is the latest read while it is younger than moveReadsMaxAge, or nil.
-func (r *moveReads) fresh() *takenRead {
-	last := r.last.Load()
-	if last == nil || r.now().Sub(last.at) >= moveReadsMaxAge {
-		return nil
-	}
-	return last
-}
-
-// predictor is the handover.Predictor of a run's moves over targets: one
-// shared read (moveReads), one prediction per move from it and the binding
-// the move just read. shared hands out the bindings of that read
-// (handover.Mover.Shared).
-func (o *targetOptions) predictor(targets []rebalance.Target) (predictor handover.Predictor, shared func(context.Context, rebalance.Target) (*workv1alpha2.ResourceBinding, bool)) {
-	source := o.moveSource(targets)
-	reads := &moveReads{now: time.Now, read: source.read, members: source.members}
-	predictor = func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
-		reads.mu.Lock()
-		defer reads.mu.Unlock()
-		in, err := reads.input(ctx, predict.CapacityDependent(b))
-		if err != nil {
-			return handover.Prediction{}, err
-		}
-		return o.predictOne(ctx, in, t, b)
-	}
-	shared = func(_ context.Context, t rebalance.Target) (*workv1alpha2.ResourceBinding, bool) {
-		// The reads list the run's bindings from now on. Only a read
-		// already taken and still fresh, without waiting: a move that
-		// finds none (the run's first moves, a read in progress or
-		// failing, one taken before any move asked) reads its binding
-		// itself, as it would without this.
-		reads.wantBindings.Store(true)
-		last := reads.fresh()
-		if last == nil {
-			return nil, false
-		}
-		b, ok := last.in.Bindings[predict.Key(t.Workload.Namespace, rebalance.BindingNameFor(t.Workload))]
-		return b, ok && b != nil
-	}
-	return predictor, shared
-}
-
-// moveSource reads what the predictions of a run's moves over targets need.
-type moveSource struct {
-	o       *targetOptions
-	targets []rebalance.Target
-}
-
-func (o *targetOptions) moveSource(targets []rebalance.Target) moveSource {
-	return moveSource{o: o, targets: targets}
-}
-
-// read reads the clusters and estimators, and what need asks for.
-func (s moveSource) read(ctx context.Context, need readNeeds) (predict.Input, error) {
-	source, err := s.o.predictSource(predict.EstimatorMode(s.o.Estimator))
-	if err != nil {
-		return predict.Input{}, err
-	}
-	readCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	scope := predict.Scope{}
-	if need.bindings {
-		scope = predict.ScopeOf(s.targets, false)
-	}
-	in, err := source.ReadScope(readCtx, scope)
-	if err == nil && need.members && in.Accurate == nil {
-		source.ReadMembers(readCtx, &in)
-		err = readCtx.Err()
-	}
-	return in, err
-}
-
-// members reads the members' nodes and pods into in.
-func (s moveSource) members(ctx context.Context, in *predict.Input) {
-	source, err := s.o.predictSource(predict.EstimatorMode(s.o.Estimator))
-	if err != nil {
-		return // in stays without them: the prediction says which are unknown
-	}
-	readCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	source.ReadMembers(readCtx, in)
-}
-
-// recheckPredictor is the handover.Predictor a move asks when the shared
-// read was unsettled and just before its release (handover's settle step):
-// every call reads the clusters, estimators and members afresh, since it
-// must see the replicas that just started or stopped. The move brings its
-// binding, so no bindings are listed.
-func (o *targetOptions) recheckPredictor(targets []rebalance.Target) handover.Predictor {
-	source := o.moveSource(targets)
-	return func(ctx context.Context, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
-		in, err := source.read(ctx, readNeeds{members: predict.CapacityDependent(b)})
-		if err != nil {
-			return handover.Prediction{}, err
-		}
-		return o.predictOne(ctx, in, t, b)
-	}
-}
-
-// predictOne predicts one workload's fresh reschedule from in, with b as
-// its binding: what a move stages.
-func (o *targetOptions) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (handover.Prediction, error) {
-	one := in
-	one.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
-	opts := predict.Options{}
-	if info, err := o.karmadaRelease(); err == nil {
-		opts.Release = &info
-	}
-	predictions, err := predict.Predict(ctx, one, []rebalance.Target{t}, opts)
-	if err != nil || len(predictions) != 1 {
-		return handover.Prediction{}, fmt.Errorf("predicting %s: %v", t.Workload, err)
-	}
-	p := predictions[0]
-	switch p.Verdict {
-	case predict.WouldMove, predict.Unchanged, predict.CannotChange:
-		out := handover.Prediction{Placements: [][]workv1alpha2.TargetCluster{p.Predicted}}
-		if len(p.Alternative) > 0 {
-			out.Placements = append(out.Placements, p.Alternative)
-		}
-		out.Unsettled = o.unsettled(ctx, in, t, b, out.Placements)
-		return out, nil
-	case predict.CannotPredict:
-		if p.Reason == predict.ReasonReleaseDependent && len(p.Possible) > 0 {
-			// The detection could only bound the release to a range whose
-			// releases divide differently: stage what any of them starts,
-			// release the newest one's division, and let the scheduler
-			// decide among what is already running.
-			return handover.Prediction{Placements: p.Possible, ReleaseDependent: true}, nil
-		}
-	}
-	return handover.Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil
-}
-
-// unsettled says why the prediction (placements, from in) may not be
-// what karmada-scheduler decides a moment later, or "". Two lags make the
-// clusters read roomier a moment later than now: a cluster's estimator
-// still counts the pods being deleted (a move's or a failover's stopped
-// replicas) until they are gone, and its resource summary, refreshed only
-// every status update, may still count replicas its estimator no longer
-// sees. Either matters when the prediction from the clusters as they will
-// read then differs. Every cluster counts, not only b's and the predicted
-// ones: a cluster outside both wins the fresh reschedule once it has the
-// most room.
-func (o *targetOptions) unsettled(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding, placements [][]workv1alpha2.TargetCluster) string {
-	names := make(map[string]bool, len(in.Clusters))
-	for _, c := range in.Clusters {
-		names[c.Name] = true
-	}
-	var whys []string
-	later := in
-	if departing := predict.Departing(in, names); len(departing) > 0 {
-		whys = append(whys, fmt.Sprintf("the estimator of %s still counts pods that are being deleted", strings.Join(departing, ", ")))
-		gone, err := predict.Departed(in, departing)
-		if err != nil {
-			return whys[0]
-		}
-		later = gone
-	}
-	if stale := predict.StaleSummaries(ctx, later, b.Spec.ReplicaRequirements, names); len(stale) > 0 {
-		whys = append(whys, fmt.Sprintf("the resource summary of %s still counts replicas its estimator no longer sees", strings.Join(stale, ", ")))
-		later = predict.CaughtUp(later, stale)
-	}
-	if len(whys) == 0 {
-		return ""
-	}
-	why := strings.Join(whys, "; ")
-	later.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
-	opts := predict.Options{}
-	if info, err := o.karmadaRelease(); err == nil {
-		opts.Release = &info
-	}
-	predictions, err := predict.Predict(ctx, later, []rebalance.Target{t}, opts)
-	if err != nil || len(predictions) != 1 {
-		return why
-	}
-	p := predictions[0]
-	if !predict.SamePlacement(p.Predicted, placements[0]) {
-		return why + fmt.Sprintf(" (once they caught up the scheduler would choose %s)", rebalance.FormatPlacement(p.Predicted))
-	}
-	return ""
-}
+func (r predictReads) Release() (karmadaversion.Info, error) { return r.o.karmadaRelease() }

@@ -13,6 +13,12 @@
 // releases the binding with a fresh rescheduleTriggeredAt in the same write
 // that lifts the suspension.
 //
+// It owns what a move predicts from, too (predictor.go): the moves of a
+// run share one read of the clusters, estimators and members, at most a
+// few seconds old, and recheck from reads of their own before a release.
+// The command that builds the Mover (New) gives only where to read and the
+// Karmada release (Reads).
+//
 // # The ledger and its phases
 //
 // Every write of a move carries, in the annotation LedgerAnnotation, the

@@ -114,6 +114,44 @@ type Mover struct {
 	wrote func(*workv1alpha2.ResourceBinding)
 }
 
+// Config is what a command gives the Mover of a run: its flags and
+// clients. New derives the rest.
+type Config struct {
+	// Karmada and Clock are Mover's.
+	Karmada karmadaclient.Interface
+	Clock   *rebalance.ServerClock
+	// Reads is where the moves' predictions read from; Targets are the
+	// run's workloads, whose namespaces the shared read lists.
+	Reads   Reads
+	Targets []rebalance.Target
+	// Budget, MoveTimeout, OneWrite and WaitReady are Mover's.
+	Budget      Budget
+	MoveTimeout time.Duration
+	OneWrite    OneWriteMover
+	WaitReady   bool
+}
+
+// New builds the Mover of a run over c.Targets: its moves predict from
+// one read they share, at most moveReadsMaxAge old (Predict, Shared), and
+// recheck from reads of their own (Recheck); one move at a time settles
+// and releases (Serial).
+func New(c Config) *Mover {
+	source := moveSource{reads: c.Reads, targets: c.Targets}
+	predictor, shared := source.predictor()
+	return &Mover{
+		Karmada:     c.Karmada,
+		Clock:       c.Clock,
+		Predict:     predictor,
+		Shared:      shared,
+		Recheck:     source.recheckPredictor(),
+		Serial:      make(chan struct{}, 1),
+		Budget:      c.Budget,
+		MoveTimeout: c.MoveTimeout,
+		OneWrite:    c.OneWrite,
+		WaitReady:   c.WaitReady,
+	}
+}
+
 // WithObserver returns a copy of m whose moves show observe the binding
 // each starts from (see Observe).
 func (m *Mover) WithObserver(observe func(*workv1alpha2.ResourceBinding)) *Mover {

@@ -1,4 +1,4 @@
-package cmd
+package handover
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -44,8 +45,7 @@ func TestUnsettledWhilePodsTerminate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &targetOptions{}
-			o.releaseOnce.Do(func() { o.releaseErr = errors.New("no server in this test") })
+			s := moveSource{reads: noServer{}}
 			member1 := settleMember(t, 3, 0)
 			member2 := settleMember(t, tt.running, tt.leaving)
 			in := predict.Input{
@@ -56,7 +56,7 @@ func TestUnsettledWhilePodsTerminate(t *testing.T) {
 			b := settleBinding()
 			target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: "r"}}
 			placements := [][]workv1alpha2.TargetCluster{{{Name: "member1", Replicas: 1}}}
-			assert.Equal(t, tt.want, o.unsettled(context.Background(), in, target, b, placements))
+			assert.Equal(t, tt.want, s.unsettled(context.Background(), in, target, b, placements))
 		})
 	}
 }
@@ -120,4 +120,13 @@ func settleBinding() *workv1alpha2.ResourceBinding {
 		},
 		Status: workv1alpha2.ResourceBindingStatus{LastScheduledTime: &last},
 	}
+}
+
+// noServer is the Reads of a test without a server: no source, no release.
+type noServer struct{}
+
+func (noServer) Source() (Source, error) { return nil, errors.New("no server in this test") }
+
+func (noServer) Release() (karmadaversion.Info, error) {
+	return karmadaversion.Info{}, errors.New("no server in this test")
 }
