@@ -55,7 +55,7 @@ func (h *handoverOptions) oneWrite() bool {
 // handoverMover builds the make-before-break mover of a run on engine, or
 // nil with a warning on stderr when the control plane's Karmada cannot
 // suspend scheduling (v1.12), or the flags ask for one-write moves.
-func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance.Target) waves.Mover {
+func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance.Target) waves.MakeBeforeBreak {
 	if o.DryRun != rebalance.DryRunNone {
 		return nil
 	}
@@ -82,7 +82,7 @@ type moveSettings struct {
 // nil when the moves go in one write: the budget asks for it
 // (--max-unavailable=100%), or the control plane's Karmada cannot suspend
 // scheduling (v1.12), which a warning on ErrOut says.
-func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Target, s moveSettings) waves.Mover {
+func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Target, s moveSettings) waves.MakeBeforeBreak {
 	if s.handover.oneWrite() {
 		return nil
 	}

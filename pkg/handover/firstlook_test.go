@@ -85,7 +85,7 @@ func TestFirstLookFromTheSharedRead(t *testing.T) {
 						t.Error("the shared read is not asked when the waves follow the bindings")
 						return nil, false
 					}
-					mover = m.WithOneWriteMover(watched)
+					mover = m.WithOneWriteMover(watched, watched)
 					one = &watched.noOneWrite
 				}
 				target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}

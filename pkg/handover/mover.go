@@ -114,6 +114,8 @@ type Mover struct {
 	wrote func(*workv1alpha2.ResourceBinding)
 }
 
+var _ waves.MakeBeforeBreak = (*Mover)(nil)
+
 // Config is what a command gives the Mover of a run: its flags and
 // clients. New derives the rest.
 type Config struct {
@@ -152,9 +154,9 @@ func New(c Config) *Mover {
 	}
 }
 
-// WithObserver returns a copy of m whose moves show observe the binding
-// each starts from (see Observe).
-func (m *Mover) WithObserver(observe func(*workv1alpha2.ResourceBinding)) *Mover {
+// WithObserver implements waves.MakeBeforeBreak: a copy of m whose moves
+// show observe the binding each starts from (see Observe).
+func (m *Mover) WithObserver(observe func(*workv1alpha2.ResourceBinding)) waves.MakeBeforeBreak {
 	c := *m
 	c.Observe = observe
 	return &c
@@ -168,16 +170,15 @@ func (m *Mover) WithOneWrite(oneWrite OneWriteMover) *Mover {
 	return &c
 }
 
-// WithOneWriteMover implements waves.OneWriteDelegator. A one-write mover
-// that follows the run's bindings (waves.WatchedBindings, a batch above the
-// fleet threshold) becomes the copy's Shared: its list and watch per
-// namespace are current and cost the run nothing more, where the shared
-// read would list every namespace of the run again every few seconds. It
-// is also told what the copy's undos write (Mover.wrote).
-func (m *Mover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
+// WithOneWriteMover implements waves.MakeBeforeBreak. The bindings a
+// one-write mover follows (watched, in a batch above the fleet threshold)
+// become the copy's Shared: its list and watch per namespace are current
+// and cost the run nothing more, where the shared read would list every
+// namespace of the run again every few seconds. It is also told what the
+// copy's undos write (Mover.wrote).
+func (m *Mover) WithOneWriteMover(oneWrite waves.Mover, watched waves.WatchedBindings) waves.MakeBeforeBreak {
 	c := m.WithOneWrite(oneWrite)
-	watched, ok := oneWrite.(waves.WatchedBindings)
-	if !ok {
+	if watched == nil {
 		return c
 	}
 	c.wrote = func(b *workv1alpha2.ResourceBinding) { watched.Wrote(rebalance.BindingFromObject(b)) }

@@ -515,7 +515,7 @@ func TestHeldOneWriteMoveIsHandedOverUnsuspended(t *testing.T) {
 		Predict: func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
 			return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member2", 3)}}, nil
 		}}
-	m := base.WithOneWriteMover(one).(*Mover)
+	m := base.WithOneWriteMover(one, one).(*Mover)
 	target := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web"}}
 	held, err := m.Hold(ctx, target)
 	require.NoError(t, err)

@@ -13,6 +13,8 @@
 // Resolving arguments into targets and predicting placements stay with the
 // caller (cli-runtime's builder, package predict); writing a trigger and
 // reading the scheduler's answer is package rebalance's job, pacing waves
-// package waves', and the WorkloadRebalancer's status rules package
+// package waves', moving a workload make-before-break package handover's
+// (the caller builds that move and gives it to the Request, typed as
+// waves.MakeBeforeBreak), and the WorkloadRebalancer's status rules package
 // record's.
 package run

@@ -11,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // leftoverMover says which bindings an earlier move left suspended and
-// records the moves it is asked for.
+// records the moves it is asked for; finding leftovers asks nothing else.
 type leftoverMover struct {
+	waves.MakeBeforeBreak
 	suspended map[string]bool
 	mu        sync.Mutex
 	moved     []string

@@ -20,7 +20,7 @@ func (r Request) moved() bool {
 // allAtOnceEngine is the engine of a run all at once, plain or recorded,
 // whose workloads move with mover: every workload in flight at once, up to
 // Workers, in the order given.
-func (e *Engine) allAtOnceEngine(req Request, mover waves.Mover) *waves.Engine {
+func (e *Engine) allAtOnceEngine(req Request, mover waves.MakeBeforeBreak) *waves.Engine {
 	workers := rebalance.WorkersOr(req.Workers)
 	rank := make(map[rebalance.Workload]int, len(req.Targets))
 	for i, t := range req.Targets {
@@ -28,7 +28,7 @@ func (e *Engine) allAtOnceEngine(req Request, mover waves.Mover) *waves.Engine {
 			rank[t.Workload] = i
 		}
 	}
-	return &waves.Engine{Mover: mover, Options: waves.Options{
+	return &waves.Engine{Handover: mover, Options: waves.Options{
 		MaxInFlight: workers,
 		Order:       func(a, b rebalance.Workload) int { return rank[a] - rank[b] },
 	}}
@@ -37,7 +37,7 @@ func (e *Engine) allAtOnceEngine(req Request, mover waves.Mover) *waves.Engine {
 // movedEngine is the engine of a plain run all at once whose workloads
 // move with req.Mover. A batch above the fleet threshold reads and follows
 // the bindings it leaves to one write with a list and a watch per
-// namespace (waves.OneWriteDelegator), as a run all at once without the
+// namespace (waves.Engine.Handover), as a run all at once without the
 // mover does.
 func (e *Engine) movedEngine(req Request) *waves.Engine {
 	engine := e.allAtOnceEngine(req, req.Mover)
@@ -48,8 +48,7 @@ func (e *Engine) movedEngine(req Request) *waves.Engine {
 // runMoved moves every distinct target with req.Mover, at most Workers at
 // a time, and gathers the rows as a batch run would: a record run again
 // moves with it the workloads an earlier run left suspended
-// (findLeftovers). The mover reads the bindings itself; a handover.Mover
-// shows them to the run's clusterAffinities notes (affinityNotes.observing).
+// (findLeftovers). The mover reads the bindings itself, and shows them to the run's clusterAffinities notes (affinityNotes.observing).
 func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
 	workloads := rebalance.DistinctWorkloads(req.Targets)
 	targets := make(map[rebalance.Workload]rebalance.Target, len(workloads))

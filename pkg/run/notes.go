@@ -9,7 +9,6 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
@@ -57,16 +56,14 @@ func (a *affinityNotes) PatchTrigger(ctx context.Context, w rebalance.TriggerWri
 }
 
 // observing returns mover with its make-before-break moves noting, too,
-// the bindings they start from: a handover.Mover reads them itself, so the
-// run's warnings about clusterAffinities groups (report) cover its
-// workloads as they cover those moved in one write. Any other mover is
-// returned as it is.
-func (a *affinityNotes) observing(mover waves.Mover) waves.Mover {
-	m, ok := mover.(*handover.Mover)
-	if !ok || m == nil {
-		return mover
+// the bindings they start from: the mover reads them itself, so the run's
+// warnings about clusterAffinities groups (report) cover its workloads as
+// they cover those moved in one write. Nil stays nil.
+func (a *affinityNotes) observing(mover waves.MakeBeforeBreak) waves.MakeBeforeBreak {
+	if mover == nil {
+		return nil
 	}
-	return m.WithObserver(func(b *workv1alpha2.ResourceBinding) { a.observe(rebalance.BindingFromObject(b)) })
+	return mover.WithObserver(func(b *workv1alpha2.ResourceBinding) { a.observe(rebalance.BindingFromObject(b)) })
 }
 
 func (a *affinityNotes) observe(b *rebalance.Binding) {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
@@ -159,8 +158,8 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		// engine, whose ledger is the status.
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
 			engine.FreshTrigger = fresh
-			if m, ok := mover.(*handover.Mover); ok {
-				engine.Mover = recordMoves(m, runner, engine.WaitReady, fresh, hold, left)
+			if mover != nil {
+				engine.Handover = recordMoves(mover, runner, engine.WaitReady, fresh, hold, left)
 			}
 			return engine.ExecuteLedger(ctx, runner, targets, func(r *rebalance.Result) error {
 				err := ledger(r)

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
@@ -17,7 +17,7 @@ import (
 // recordMover is the mover of a recorded run's workloads (the
 // make-before-break move), nil when they are triggered in one write: a
 // server-side run leaves the triggers to Karmada's controller.
-func (r Request) recordMover() waves.Mover {
+func (r Request) recordMover() waves.MakeBeforeBreak {
 	switch {
 	case r.Record.ServerSide || r.DryRun != rebalance.DryRunNone:
 		return nil
@@ -25,13 +25,6 @@ func (r Request) recordMover() waves.Mover {
 		return r.Waves.Mover
 	}
 	return r.Mover
-}
-
-// holder is a mover that can suspend a binding's scheduling ahead of its
-// move (handover.Mover).
-type holder interface {
-	Hold(ctx context.Context, t rebalance.Target) (bool, error)
-	Unhold(ctx context.Context, t rebalance.Target) error
 }
 
 // heldTargets are the workloads of a record about to be created whose
@@ -42,7 +35,7 @@ type holder interface {
 // created with its first workload only (it grows as the moves release), so
 // only that one is held; a record all at once lists, and holds, them all.
 type heldTargets struct {
-	mover   holder
+	mover   waves.MakeBeforeBreak
 	targets []rebalance.Target
 	held    []rebalance.Target
 	// workers bounds the holds taken or lifted at once.
@@ -50,17 +43,16 @@ type heldTargets struct {
 }
 
 // holdRecorded returns the holds of plan's record, nil when the run's
-// mover cannot hold.
-func holdRecorded(mover waves.Mover, plan *recordPlan, known map[rebalance.Workload]rebalance.Target, workers int) *heldTargets {
-	h, ok := mover.(holder)
-	if !ok {
+// workloads do not move make-before-break.
+func holdRecorded(mover waves.MakeBeforeBreak, plan *recordPlan, known map[rebalance.Workload]rebalance.Target, workers int) *heldTargets {
+	if mover == nil {
 		return nil
 	}
 	ws := plan.desired.Spec.Workloads
 	if len(plan.grow) > 0 {
 		ws = plan.grow[:1]
 	}
-	return &heldTargets{mover: h, workers: workers, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, known)), known)}
+	return &heldTargets{mover: mover, workers: workers, targets: recordTargets(rebalance.DistinctWorkloads(recordTargets(ws, known)), known)}
 }
 
 // take holds the bindings, up to h.workers at a time (the run's rate limit
@@ -123,36 +115,40 @@ func (h *heldTargets) lift(ctx context.Context, notice func(string)) {
 // it at the creationTimestamp already, and the run triggers it as the
 // record's own, as does a workload the handover leaves to one write. A
 // listed workload an earlier run left suspended (left) moves too.
-func recordMoves(m *handover.Mover, runner *rebalance.Runner, waitReady bool, fresh func(rebalance.Workload) bool, hold *heldTargets, left *leftovers) waves.Mover {
+func recordMoves(m waves.MakeBeforeBreak, runner *rebalance.Runner, waitReady bool, fresh func(rebalance.Workload) bool, hold *heldTargets, left *leftovers) waves.MakeBeforeBreak {
 	template := *runner
 	template.Triggered = nil
 	oneWrite := &waves.BindingMover{Runner: &template, WaitReady: waitReady, FreshTrigger: fresh}
-	return passMover{handover: m.WithOneWrite(oneWrite), oneWrite: oneWrite, moves: func(w rebalance.Workload) bool {
+	return passMover{MakeBeforeBreak: m.WithOneWriteMover(oneWrite, nil), oneWrite: oneWrite, moves: func(w rebalance.Workload) bool {
 		return fresh(w) || hold.has(w) || left.has(w)
 	}}
 }
 
-// passMover sends the workloads moves selects to handover, the others to
-// oneWrite.
+// passMover sends the workloads moves selects to the make-before-break
+// move it embeds, the others to oneWrite; it holds, lifts holds and finds
+// leftovers as that move does.
 type passMover struct {
-	handover, oneWrite waves.Mover
-	moves              func(rebalance.Workload) bool
+	waves.MakeBeforeBreak
+	oneWrite waves.Mover
+	moves    func(rebalance.Workload) bool
 }
 
-// WithOneWriteMover implements waves.OneWriteDelegator: both the
-// workloads the handover mover leaves to one write and those it never sees
+// WithOneWriteMover implements waves.MakeBeforeBreak: both the workloads
+// the make-before-break move leaves to one write and those it never sees
 // go to oneWrite.
-func (p passMover) WithOneWriteMover(oneWrite waves.Mover) waves.Mover {
-	h := p.handover
-	if d, ok := h.(waves.OneWriteDelegator); ok {
-		h = d.WithOneWriteMover(oneWrite)
-	}
-	return passMover{handover: h, oneWrite: oneWrite, moves: p.moves}
+func (p passMover) WithOneWriteMover(oneWrite waves.Mover, watched waves.WatchedBindings) waves.MakeBeforeBreak {
+	return passMover{MakeBeforeBreak: p.MakeBeforeBreak.WithOneWriteMover(oneWrite, watched), oneWrite: oneWrite, moves: p.moves}
+}
+
+// WithObserver implements waves.MakeBeforeBreak: only the make-before-break
+// moves read their bindings themselves.
+func (p passMover) WithObserver(observe func(*workv1alpha2.ResourceBinding)) waves.MakeBeforeBreak {
+	return passMover{MakeBeforeBreak: p.MakeBeforeBreak.WithObserver(observe), oneWrite: p.oneWrite, moves: p.moves}
 }
 
 func (p passMover) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	if p.moves(t.Workload) {
-		return p.handover.Move(ctx, t, triggered)
+		return p.MakeBeforeBreak.Move(ctx, t, triggered)
 	}
 	return p.oneWrite.Move(ctx, t, triggered)
 }
@@ -168,12 +164,6 @@ func (h *heldTargets) has(w rebalance.Workload) bool {
 		}
 	}
 	return false
-}
-
-// resumer is a mover that can tell a binding an earlier run's move left
-// suspended (handover.Mover).
-type resumer interface {
-	LeftSuspended(ctx context.Context, t rebalance.Target) (bool, error)
 }
 
 // leftovers are the workloads an existing record lists whose bindings an
@@ -192,10 +182,10 @@ type leftovers struct {
 }
 
 // findLeftovers reads the bindings of the workloads obj lists, at most
-// workers at a time; nil when the mover cannot tell or nothing is left.
-func findLeftovers(ctx context.Context, mover waves.Mover, obj *appsv1alpha1.WorkloadRebalancer, known map[rebalance.Workload]rebalance.Target, workers int) (*leftovers, error) {
-	r, ok := mover.(resumer)
-	if !ok || obj == nil {
+// workers at a time; nil when nothing is left (or the run's workloads do
+// not move make-before-break).
+func findLeftovers(ctx context.Context, mover waves.MakeBeforeBreak, obj *appsv1alpha1.WorkloadRebalancer, known map[rebalance.Workload]rebalance.Target, workers int) (*leftovers, error) {
+	if mover == nil || obj == nil {
 		return nil, nil
 	}
 	result := map[rebalance.Workload]appsv1alpha1.RebalanceResult{}
@@ -208,7 +198,7 @@ func findLeftovers(ctx context.Context, mover waves.Mover, obj *appsv1alpha1.Wor
 	g.SetLimit(rebalance.WorkersOr(workers))
 	for i, t := range targets {
 		g.Go(func() error {
-			has, err := r.LeftSuspended(ctx, t)
+			has, err := mover.LeftSuspended(ctx, t)
 			left[i] = has
 			return err
 		})
@@ -240,7 +230,7 @@ func (l *leftovers) has(w rebalance.Workload) bool {
 
 // resume moves the leftovers the record already has a result for, and
 // tells notice what each move did (the record keeps its result).
-func (l *leftovers) resume(ctx context.Context, mover waves.Mover, workers int, notice func(string)) {
+func (l *leftovers) resume(ctx context.Context, mover waves.MakeBeforeBreak, workers int, notice func(string)) {
 	if l == nil || len(l.done) == 0 {
 		return
 	}

@@ -41,11 +41,11 @@ type Request struct {
 	// Waves, when set, paces the run (at most MaxInFlight workloads in
 	// flight); nil triggers every workload at once.
 	Waves *Waves
-	// Mover, when set, moves each workload of a plain run all at once (not
-	// recorded, not waved, not a dry run) one by one, Workers at a time,
-	// instead of writing every trigger in one batch: the make-before-break
-	// move of package handover.
-	Mover waves.Mover
+	// Mover, when set, moves each workload of a run all at once that is
+	// not a dry run (plain, or recorded client-side) one by one, Workers
+	// at a time, instead of writing every trigger in one batch: the
+	// make-before-break move of package handover, built by the caller.
+	Mover waves.MakeBeforeBreak
 	// Record asks for a recorded run (see Recording).
 	Record Recording
 	// Hooks hear what happens during the run.
@@ -58,10 +58,10 @@ type Waves struct {
 	// Given starts the workloads in the order of Targets instead of a
 	// WorkloadRebalancer's order.
 	Given bool
-	// Mover is the move strategy: how one workload is moved and when it is
-	// done. Nil triggers a fresh reschedule and waits for it (and, with
-	// WaitReady, for the replicas), as waves.BindingMover does.
-	Mover waves.Mover
+	// Mover is the make-before-break move of each workload (package
+	// handover). Nil triggers a fresh reschedule and waits for it (and,
+	// with WaitReady, for the replicas), as waves.BindingMover does.
+	Mover waves.MakeBeforeBreak
 }
 
 // Recording makes a run a recorded WorkloadRebalancer. The zero value
@@ -271,7 +271,7 @@ func (e *Engine) waveEngine(req Request) *waves.Engine {
 		}
 		opts.Order = func(a, b rebalance.Workload) int { return rank[a] - rank[b] }
 	}
-	return &waves.Engine{Mover: req.Waves.Mover, Lister: waves.NewBindingLister(e.Karmada), Options: opts}
+	return &waves.Engine{Handover: req.Waves.Mover, Lister: waves.NewBindingLister(e.Karmada), Options: opts}
 }
 
 func cloneLabels(labels map[string]string) map[string]string {

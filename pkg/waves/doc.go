@@ -8,5 +8,8 @@
 // is the row's Readiness, read by rebalance.CheckReady), and when
 // the run stops starting new workloads (the failure budget, the context
 // ending). Writing each trigger and reading the scheduler's answer is
-// package rebalance's job; recording the run is package record's.
+// package rebalance's job; recording the run is package record's. A
+// workload moved make-before-break is package handover's job, called
+// through MakeBeforeBreak (Engine.Handover), the one interface that
+// declares what runs and waves ask of such a move.
 package waves

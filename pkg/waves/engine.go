@@ -116,6 +116,12 @@ type Engine struct {
 	// Mover, when set, moves each workload; otherwise Execute builds a
 	// BindingMover from the runner it is given.
 	Mover Mover
+	// Handover, when set, moves each workload make-before-break instead of
+	// Mover. In a batch above FleetThreshold, the workloads it leaves to
+	// one write get the fleet's one-write mover (WithOneWriteMover), so
+	// that they cost what they cost without it (a list and a watch per
+	// namespace, not a get, a list and a watch per workload).
+	Handover MakeBeforeBreak
 	Options
 	// Lister, when set, lets a batch of more than FleetThreshold workloads
 	// read its bindings with one list per namespace and follow them with one
@@ -170,7 +176,10 @@ func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, ta
 	template := *runner
 	template.Triggered = nil
 	mover := e.Mover
-	delegator, delegates := mover.(OneWriteDelegator)
+	delegates := e.Handover != nil
+	if delegates {
+		mover = e.Handover
+	}
 	switch {
 	case mover != nil && !delegates:
 	case e.Lister != nil && len(rebalance.DistinctWorkloads(targets)) > e.fleetThreshold():
@@ -184,7 +193,7 @@ func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, ta
 		if mover = oneWrite; delegates {
 			// The workloads the mover leaves to one write share the
 			// batch's lists and watches, as they would without it.
-			mover = delegator.WithOneWriteMover(oneWrite)
+			mover = e.Handover.WithOneWriteMover(oneWrite, oneWrite)
 		}
 	case mover == nil:
 		mover = &BindingMover{Runner: &template, WaitReady: e.WaitReady, FreshTrigger: e.FreshTrigger}
@@ -198,20 +207,6 @@ func (e *Engine) ExecuteLedger(ctx context.Context, runner *rebalance.Runner, ta
 		}
 	}
 	return res.Result, err
-}
-
-// OneWriteDelegator is a Mover that moves some workloads its own way and
-// hands the others to a one-write mover: handover.Mover, for the workloads
-// with nothing to start first. Given as Engine.Mover for a batch above
-// FleetThreshold, it gets the fleet's one-write mover, so that those
-// workloads cost what they cost without it (a list and a watch per
-// namespace, not a get, a list and a watch per workload).
-type OneWriteDelegator interface {
-	Mover
-	// WithOneWriteMover returns a copy that hands its one-write moves to m.
-	// When m is also a WatchedBindings, the copy may judge its workloads
-	// from the bindings m follows.
-	WithOneWriteMover(m Mover) Mover
 }
 
 // WatchedBindings is a one-write mover that follows the bindings of a run

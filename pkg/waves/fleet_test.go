@@ -196,7 +196,7 @@ func (f *fakeFleet) Watch(_ context.Context, scope rebalance.Scope, _ string) (w
 func TestFleetReadsPerNamespace(t *testing.T) {
 	tests := []struct {
 		name  string
-		mover OneWriteDelegator
+		mover MakeBeforeBreak
 	}{
 		{name: "one-write moves"},
 		// A make-before-break mover with nothing to start first for any
@@ -208,16 +208,22 @@ func TestFleetReadsPerNamespace(t *testing.T) {
 	}
 }
 
-// leavesToOneWrite is a OneWriteDelegator that moves nothing itself.
-type leavesToOneWrite struct{ oneWrite Mover }
+// leavesToOneWrite is a MakeBeforeBreak that moves nothing itself (and
+// holds nothing: the engine never asks).
+type leavesToOneWrite struct {
+	MakeBeforeBreak
+	oneWrite Mover
+}
 
-func (l *leavesToOneWrite) WithOneWriteMover(m Mover) Mover { return &leavesToOneWrite{oneWrite: m} }
+func (l *leavesToOneWrite) WithOneWriteMover(m Mover, _ WatchedBindings) MakeBeforeBreak {
+	return &leavesToOneWrite{oneWrite: m}
+}
 
 func (l *leavesToOneWrite) Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error) {
 	return l.oneWrite.Move(ctx, t, triggered)
 }
 
-func fleetReadsPerNamespace(t *testing.T, mover OneWriteDelegator) {
+func fleetReadsPerNamespace(t *testing.T, mover MakeBeforeBreak) {
 	const namespaces, perNamespace = 5, 40
 	api := newFakeFleet(namespaces, perNamespace)
 	var targets []rebalance.Target
@@ -231,7 +237,7 @@ func fleetReadsPerNamespace(t *testing.T, mover OneWriteDelegator) {
 	runner := &rebalance.Runner{API: api, Clock: rebalance.NewServerClock(), Options: rebalance.Options{Wait: true, TriggerAt: &at}}
 	e := &Engine{Lister: api, Options: Options{MaxInFlight: 20, WaitReady: true}}
 	if mover != nil {
-		e.Mover = mover
+		e.Handover = mover
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -16,6 +17,31 @@ import (
 // retry can fix (a *rebalance.RequestError); it stops the whole run.
 type Mover interface {
 	Move(ctx context.Context, t rebalance.Target, triggered func(rebalance.Row)) (rebalance.Row, error)
+}
+
+// MakeBeforeBreak is a make-before-break move (package handover's Mover)
+// as the runs and the waves call it. Every capability they use is declared
+// here, so that none is discovered by a type assertion: the command builds
+// it and hands it to run.Request and Engine.Handover typed.
+type MakeBeforeBreak interface {
+	Mover
+	// WithOneWriteMover returns a copy that moves the workloads it leaves
+	// to one write (nothing to start first, a kind without a ready count)
+	// with m. watched, when not nil, is the run's bindings as m follows
+	// them (the fleet's mover): the copy may judge its workloads from them.
+	WithOneWriteMover(m Mover, watched WatchedBindings) MakeBeforeBreak
+	// WithObserver returns a copy whose moves show observe the binding
+	// each starts from, as read (a run notes there what it warns about
+	// afterwards).
+	WithObserver(observe func(*workv1alpha2.ResourceBinding)) MakeBeforeBreak
+	// Hold suspends t's binding ahead of its move, and reports whether it
+	// did (a binding missing, or suspended by someone else, is left to the
+	// move); Unhold lifts a hold no move took over.
+	Hold(ctx context.Context, t rebalance.Target) (bool, error)
+	Unhold(ctx context.Context, t rebalance.Target) error
+	// LeftSuspended reports whether an earlier move of this tool left t's
+	// binding held, so that moving it again recovers it.
+	LeftSuspended(ctx context.Context, t rebalance.Target) (bool, error)
 }
 
 // BindingMover moves a workload with a rebalance.Runner, one target per
