@@ -206,17 +206,10 @@ func (s moveSource) recheckPredictor() Predictor {
 // predictOne predicts one workload's fresh reschedule from in, with b as
 // its binding: what a move stages.
 func (s moveSource) predictOne(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (Prediction, error) {
-	one := in
-	one.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
-	opts := predict.Options{}
-	if info, err := s.reads.Release(); err == nil {
-		opts.Release = &info
+	p, err := s.predictFrom(ctx, in, t, b)
+	if err != nil {
+		return Prediction{}, err
 	}
-	predictions, err := predict.Predict(ctx, one, []rebalance.Target{t}, opts)
-	if err != nil || len(predictions) != 1 {
-		return Prediction{}, fmt.Errorf("predicting %s: %v", t.Workload, err)
-	}
-	p := predictions[0]
 	switch p.Verdict {
 	case predict.WouldMove, predict.Unchanged, predict.CannotChange:
 		out := Prediction{Placements: [][]workv1alpha2.TargetCluster{p.Predicted}}
@@ -235,6 +228,21 @@ func (s moveSource) predictOne(ctx context.Context, in predict.Input, t rebalanc
 		}
 	}
 	return Prediction{Why: fmt.Sprintf("%s (%s): %s", p.Verdict, p.Reason, p.Message)}, nil
+}
+
+// predictFrom predicts t's fresh reschedule from in, with b as its only
+// binding, on the detected release (none when it cannot be told).
+func (s moveSource) predictFrom(ctx context.Context, in predict.Input, t rebalance.Target, b *workv1alpha2.ResourceBinding) (predict.Prediction, error) {
+	in.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
+	opts := predict.Options{}
+	if info, err := s.reads.Release(); err == nil {
+		opts.Release = &info
+	}
+	predictions, err := predict.Predict(ctx, in, []rebalance.Target{t}, opts)
+	if err != nil || len(predictions) != 1 {
+		return predict.Prediction{}, fmt.Errorf("predicting %s: %v", t.Workload, err)
+	}
+	return predictions[0], nil
 }
 
 // unsettled says why the prediction (placements, from in) may not be
@@ -270,16 +278,10 @@ func (s moveSource) unsettled(ctx context.Context, in predict.Input, t rebalance
 		return ""
 	}
 	why := strings.Join(whys, "; ")
-	later.Bindings = map[string]*workv1alpha2.ResourceBinding{predict.Key(b.Namespace, b.Name): b}
-	opts := predict.Options{}
-	if info, err := s.reads.Release(); err == nil {
-		opts.Release = &info
-	}
-	predictions, err := predict.Predict(ctx, later, []rebalance.Target{t}, opts)
-	if err != nil || len(predictions) != 1 {
+	p, err := s.predictFrom(ctx, later, t, b)
+	if err != nil {
 		return why
 	}
-	p := predictions[0]
 	if !predict.SamePlacement(p.Predicted, placements[0]) {
 		return why + fmt.Sprintf(" (once they caught up the scheduler would choose %s)", rebalance.FormatPlacement(p.Predicted))
 	}
