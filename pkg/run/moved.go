@@ -48,7 +48,8 @@ func (e *Engine) movedEngine(req Request) *waves.Engine {
 // runMoved moves every distinct target with req.Mover, at most Workers at
 // a time, and gathers the rows as a batch run would: a record run again
 // moves with it the workloads an earlier run left suspended
-// (findLeftovers). The mover reads the bindings itself, and shows them to the run's clusterAffinities notes (affinityNotes.observing).
+// (findLeftovers). The mover reads the bindings itself, and shows them to
+// the run's clusterAffinities notes (affinityNotes.observing).
 func runMoved(ctx context.Context, req Request) (*rebalance.Result, error) {
 	workloads := rebalance.DistinctWorkloads(req.Targets)
 	targets := make(map[rebalance.Workload]rebalance.Target, len(workloads))
