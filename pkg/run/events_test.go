@@ -96,7 +96,7 @@ func TestRecordedWavesWriteTheirHistory(t *testing.T) {
 		Deadline: time.Now().Add(time.Minute),
 		Record:   Recording{Name: "fleet"},
 		Waves: &Waves{Options: waves.Options{MaxInFlight: 1, MaxFailures: 1, LedgerInterval: time.Millisecond},
-			Mover: scriptedMover{fail: map[string]bool{"b": true}}},
+			Mover: scripted{scriptedMover{fail: map[string]bool{"b": true}}}},
 	})
 	require.NoError(t, err)
 	require.NotNil(t, res.Record)
@@ -154,7 +154,7 @@ func TestRecordedRunInterrupted(t *testing.T) {
 		Targets: targets, DryRun: rebalance.DryRunNone, Wait: true, Workers: 1, Timeout: time.Minute, Deadline: time.Now().Add(time.Minute),
 		Record: Recording{Name: "cut"},
 		Waves: &Waves{Options: waves.Options{MaxInFlight: 1},
-			Mover: hangingMover{started: func() { cancel() }, release: hang}},
+			Mover: scripted{hangingMover{started: func() { cancel() }, release: hang}}},
 	})
 	close(hang)
 	got := drain(events)
@@ -227,3 +227,16 @@ func TestWorkloadEvent(t *testing.T) {
 		})
 	}
 }
+
+// scripted gives a test's mover the make-before-break interface a run's
+// waves call: a hold always succeeds (so the record's first workload
+// moves with it, as a held one does), and no earlier move left anything.
+type scripted struct{ waves.Mover }
+
+func (s scripted) WithOneWriteMover(waves.Mover, waves.WatchedBindings) waves.MakeBeforeBreak {
+	return s
+}
+func (s scripted) WithObserver(func(*workv1alpha2.ResourceBinding)) waves.MakeBeforeBreak { return s }
+func (s scripted) Hold(context.Context, rebalance.Target) (bool, error)                   { return true, nil }
+func (s scripted) Unhold(context.Context, rebalance.Target) error                         { return nil }
+func (s scripted) LeftSuspended(context.Context, rebalance.Target) (bool, error)          { return false, nil }
