@@ -282,7 +282,7 @@ func (o *RebalanceOptions) AddFlags(cmd *cobra.Command) {
 	flags.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
 	addDryRunFlag(cmd, &o.DryRunFlag, "With client, bindings are only read; with server, the triggers are sent with dryRun=All and nothing is persisted. Nothing is waited for.")
 	flags.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the scheduler has answered every trigger, and show the placement it chose.")
-	durationVar(flags, &o.Timeout, "timeout", o.Timeout, "How long to retry failed requests and wait for the scheduler before giving up (a duration, or seconds); rows still unfinished are reported as pending (exit code 3).")
+	durationVar(flags, &o.Timeout, "timeout", o.Timeout, "How long to retry failed requests and wait for the scheduler before giving up (a duration, or seconds); rows still unfinished are reported as pending (exit code 3). It bounds a make-before-break batch too: no move starts staging after it and a move still waiting for its new replicas is undone, but a move past its settle write (the new replicas took over) finishes, within its own --move-timeout.")
 	addRateLimitFlags(cmd, &o.QPS, &o.Burst,
 		"Requests per second the client may send to the Karmada apiserver. The default writes faster than karmada-scheduler answers, so that the scheduler sets the pace of a large run; --max-in-flight bounds how much is outstanding.",
 		"Requests the client may send at once before --kube-api-qps applies; also the number of bindings handled in parallel.")

@@ -86,13 +86,11 @@ type Mover struct {
 	// SettleTimeout bounds each wait of the settle step (for the members to
 	// stop the surplus replicas, for a read that agrees); zero means 30s.
 	SettleTimeout time.Duration
-	// Serial, a channel of capacity 1 shared by the moves of a run, makes
-	// one move at a time go from its settle step to the scheduler's answer
-	// to its release, and keeps the other moves' writes (which start and
-	// stop replicas on the same members) out of that window: otherwise a
-	// move settled on what it read may be released into a cluster another
-	// move just changed (seen in a waved batch of 50). Nil: no such order.
-	Serial chan struct{}
+	// Gate, shared by the moves of a run, keeps their writes (which start
+	// and stop replicas on the members) out of the windows in which moves
+	// recheck, release and wait for the scheduler's answer; writes go
+	// together and releases go together (see gate.go). Nil: no order.
+	Gate *Gate
 	// Observe, when set, is shown every binding a move starts from, as
 	// read: a run notes there what it warns about afterwards (a binding
 	// placed by a later clusterAffinities group), as it does for the
@@ -135,8 +133,8 @@ type Config struct {
 
 // New builds the Mover of a run over c.Targets: its moves predict from
 // one read they share, at most moveReadsMaxAge old (Predict, Shared), and
-// recheck from reads of their own (Recheck); one move at a time settles
-// and releases (Serial).
+// recheck from reads of their own (Recheck); their writes and their
+// releases take turns (Gate).
 func New(c Config) *Mover {
 	source := moveSource{reads: c.Reads, targets: c.Targets}
 	predictor, shared := source.predictor()
@@ -146,7 +144,7 @@ func New(c Config) *Mover {
 		Predict:     predictor,
 		Shared:      shared,
 		Recheck:     source.recheckPredictor(),
-		Serial:      make(chan struct{}, 1),
+		Gate:        NewGate(),
 		Budget:      c.Budget,
 		MoveTimeout: c.MoveTimeout,
 		OneWrite:    c.OneWrite,
@@ -594,10 +592,14 @@ type handover struct {
 	// write (Prediction.ReleaseDependent); settled: the settle step found
 	// the placement the scheduler will choose staged and the members at it.
 	releaseDependent, settled bool
+	// fromCover: the move releases from its whole staged placement, not a
+	// settled one (releaseFromCover).
+	fromCover bool
 	// settleNote says, on the row, why the move released without settling.
 	settleNote string
-	// serialHeld: this move holds Mover.Serial.
-	serialHeld bool
+	// inGate: this move holds Mover.Gate, in gateMode.
+	inGate   bool
+	gateMode gateMode
 	// plain says why the workload moves in one write where plan gives no
 	// reason for the row's message (the one-write move is the same move).
 	plain string
@@ -703,10 +705,13 @@ func reportsReady(ready map[string]int32, original placement) bool {
 // changed the binding.
 func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row rebalance.Row, err error) {
 	row = h.m.row(h.t, h.b)
+	h.m.Gate.begin()
+	defer h.m.Gate.end()
 	released := false
 	// The move's own bound, a little inside the ledger's deadline so that
 	// no other process recovers a move still running here.
-	moveCtx, cancel := context.WithTimeout(ctx, max(h.m.moveTimeout()-moveDeadlineMargin, time.Second))
+	moveDeadline := time.Now().Add(max(h.m.moveTimeout()-moveDeadlineMargin, time.Second))
+	moveCtx, cancel := context.WithDeadline(ctx, moveDeadline)
 	defer cancel()
 	defer func() {
 		if !released {
@@ -732,16 +737,25 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		h.stopErr = err
 		return row, nil
 	}
-	defer h.unlock()
-	if err := h.lock(moveCtx); err != nil {
+	defer h.leaveGate()
+	if moveCtx.Err() != nil {
+		h.stopErr = moveCtx.Err()
+		return row, nil
+	}
+	// From the settle write on, the new replicas take over: the run's
+	// deadline (--timeout, a wave's progress deadline) no longer cuts the
+	// move, only its own deadline and an interruption do.
+	settleCtx, cancelSettle := pastRunDeadline(ctx, moveDeadline)
+	defer cancelSettle()
+	if err := h.settle(settleCtx, &row); err != nil {
 		h.stopErr = err
 		return row, nil
 	}
-	if err := h.settle(moveCtx, &row); err != nil {
+	if err := h.enterGate(settleCtx, gateRelease); err != nil {
 		h.stopErr = err
 		return row, nil
 	}
-	at, err := h.release(moveCtx)
+	at, err := h.release(settleCtx)
 	if err != nil {
 		h.stopErr = err
 		return row, nil
@@ -752,8 +766,22 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 	row.TriggeredAt = &at
 	row.Observation = rebalance.Observation{Outcome: rebalance.OutcomeWaiting, Reason: rebalance.ReasonAwaitingScheduler}
 	triggered(row)
-	h.confirm(ctx, &row, at)
+	h.confirm(settleCtx, ctx, &row, at)
 	return row, nil
+}
+
+// pastRunDeadline returns the context of a move from its settle write on:
+// it ends with ctx when ctx is interrupted (Ctrl-C, a stopped run), but not
+// when ctx only ran out of time, and at the move's own deadline, which a
+// run's deadline does not bring forward.
+func pastRunDeadline(ctx context.Context, moveDeadline time.Time) (context.Context, context.CancelFunc) {
+	bounded, cancel := context.WithDeadline(context.WithoutCancel(ctx), moveDeadline)
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return bounded, func() { stop(); cancel() }
 }
 
 // moveDeadlineMargin is how much earlier than the ledger's deadline a move
@@ -904,6 +932,12 @@ var ErrNoSuspension = errors.New("the API server dropped spec.suspension.schedul
 // waitSafe follows the binding until, were its placement after, the ready
 // replicas left would be at least the floor.
 func (h *handover) waitSafe(ctx context.Context, after placement, row *rebalance.Row) error {
+	return h.waitReady(ctx, after, h.floor, row)
+}
+
+// waitReady follows the binding until at least want replicas are ready
+// within after.
+func (h *handover) waitReady(ctx context.Context, after placement, want int32, row *rebalance.Row) error {
 	var last int32
 	var changed error
 	b, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
@@ -911,7 +945,7 @@ func (h *handover) waitSafe(ctx context.Context, after placement, row *rebalance
 			return true
 		}
 		last = readyWithin(rebalance.ReadyReplicas(b.Spec, b.Status), after)
-		return last >= h.floor
+		return last >= want
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -923,7 +957,7 @@ func (h *handover) waitSafe(ctx context.Context, after placement, row *rebalance
 		return changed
 	}
 	h.b = b
-	row.Message = fmt.Sprintf("%d ready of the %d kept", last, h.floor)
+	row.Message = fmt.Sprintf("%d ready of the %d kept", last, want)
 	return nil
 }
 
@@ -958,16 +992,18 @@ func (h *handover) release(ctx context.Context) (metav1.Time, error) {
 }
 
 // confirm follows the binding until the scheduler answered the release's
-// trigger, and tells on the row what it chose next to the prediction.
-func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Time) {
+// trigger (within answerCtx, the move's own bound), then with WaitReady
+// until its replicas are ready (within ctx, the run's), and tells on the
+// row what the scheduler chose next to the prediction.
+func (h *handover) confirm(answerCtx, ctx context.Context, row *rebalance.Row, at metav1.Time) {
 	written := h.b.Generation
 	var obs rebalance.Observation
-	b, err := h.api.follow(ctx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
+	b, err := h.api.follow(answerCtx, h.ns, h.name, func(b *workv1alpha2.ResourceBinding) bool {
 		obs = rebalance.ClassifyOutcome(b.Generation, b.Spec, b.Status, written, at)
 		return obs.Outcome != rebalance.OutcomeWaiting
 	})
-	// The scheduler answered: the next move may settle and release.
-	h.unlock()
+	// The scheduler answered: the run's moves may write again.
+	h.leaveGate()
 	row.Observation = obs
 	if err != nil {
 		if errors.Is(err, errDeleted) || apierrors.IsNotFound(err) {
@@ -979,7 +1015,12 @@ func (h *handover) confirm(ctx context.Context, row *rebalance.Row, at metav1.Ti
 	}
 	row.After = b.Spec.Clusters
 	note := "as predicted"
-	if got := toPlacement(b.Spec.Clusters); !got.equal(h.target) {
+	switch got := toPlacement(b.Spec.Clusters); {
+	case h.fromCover && covered(got, h.cover):
+		note = "among the replicas started first"
+	case h.fromCover:
+		note = "the scheduler chose replicas that were not started first"
+	case !got.equal(h.target):
 		note = "predicted " + rebalance.FormatPlacement(h.target.clusters())
 		if !covered(got, h.cover) {
 			note += "; the scheduler chose replicas that were not started first"

@@ -461,23 +461,6 @@ func TestMovePredictsAgainWhileSummariesAreStale(t *testing.T) {
 	assert.GreaterOrEqual(t, sim.minReady, int32(3))
 }
 
-// One move of a run at a time goes from its settle step to the scheduler's
-// answer; another move's lock (and so its staging writes) waits for it, or
-// ends with its context.
-func TestSerialKeepsOneMoveInItsRelease(t *testing.T) {
-	m := &Mover{Serial: make(chan struct{}, 1)}
-	a, b := &handover{m: m}, &handover{m: m}
-	require.NoError(t, a.lock(context.Background()))
-	require.NoError(t, a.lock(context.Background()), "taking it again while held is a no-op")
-	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	assert.ErrorIs(t, b.lock(short), context.DeadlineExceeded)
-	a.unlock()
-	a.unlock()
-	require.NoError(t, b.lock(context.Background()))
-	b.unlock()
-}
-
 // watchingOneWrite is a one-write mover that follows the run's bindings:
 // it records what it was told was written and what it saw when a workload
 // was handed to it.

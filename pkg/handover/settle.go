@@ -53,12 +53,20 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 	if h.m.Recheck == nil || h.releaseDependent {
 		return nil
 	}
+	if h.m.Gate.moving() > 1 && h.staged.equal(h.cover) {
+		// Other moves of the run are staging and settling: each settle
+		// write frees room the scheduler's answer for this workload may
+		// then follow, so no answer settled on now would stay. Release
+		// from the whole staged placement instead: whatever the scheduler
+		// chooses within it already runs.
+		return h.releaseFromCover(ctx, row, "released from the staged placement: other moves of the run were changing the members' room")
+	}
 	// From the settle write on, the clusters that lose replicas stop them:
 	// the ledger says so, and recovery never puts the old placement back.
 	h.ledger.Phase = PhaseSettling
 	for round := 0; round < maxSettleRounds; round++ {
 		if !h.staged.equal(h.target) {
-			if err := h.place(ctx, h.target, false); err != nil {
+			if err := h.write(ctx, h.target, false); err != nil {
 				return err
 			}
 		}
@@ -73,8 +81,29 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 			h.settleNote = "not settled before the release: " + why
 			return nil
 		case next == nil:
-			h.settled = true
-			return nil
+			// The last read and the release go in the release window: no
+			// move of the run changes the members' room until the
+			// scheduler answered (Gate).
+			if err := h.enterGate(ctx, gateRelease); err != nil {
+				return err
+			}
+			agrees, err := h.stillAgrees(ctx)
+			if err != nil || agrees {
+				h.settled = agrees
+				return err
+			}
+			h.leaveGate()
+			continue
+		}
+		if allCovered(next, h.cover) {
+			// The scheduler would now choose another placement, but one
+			// within what the move started: the workload's own settle (or
+			// another move's) changed the room the answer depends on, and
+			// settling again may only swing it back. Start the whole
+			// staged placement again and release from there: whatever the
+			// scheduler then chooses among those clusters already runs.
+			return h.releaseFromCover(ctx, row, fmt.Sprintf("released from the staged placement: the scheduler's answer moved to %s as the members' room changed, within what was already running",
+				rebalance.FormatPlacement(next[0])))
 		}
 		// The scheduler would now choose another placement: start what it
 		// adds, wait until that is ready, and settle there.
@@ -88,23 +117,46 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 		h.keep = keeping(next...)
 		h.cover = toPlacement(Covering(h.cover.clusters(), cover.clusters()))
 		if !cover.equal(h.staged) {
-			if err := h.place(ctx, cover, false); err != nil {
+			if err := h.write(ctx, cover, false); err != nil {
 				return err
 			}
 			h.steps++
 		}
-		// The move keeps its turn (Mover.Serial) while the new replicas
-		// start: the other moves of the run would otherwise stage and
-		// settle meanwhile and change the clusters' room again, and a
-		// workload that weighs two clusters alike chased their changes
-		// round after round (two of a waved batch of 50 ran out of rounds
-		// and were released into a choice the scheduler no longer made).
 		if err := h.waitSafe(ctx, h.target, row); err != nil {
 			return err
 		}
 	}
 	h.settleNote = fmt.Sprintf("not settled before the release: the scheduler's answer kept changing over %d rounds", maxSettleRounds)
 	return nil
+}
+
+// releaseFromCover stages the move's whole cover again, waits until every
+// replica of it is ready, and makes the cover the placement the release
+// writes (see settle).
+func (h *handover) releaseFromCover(ctx context.Context, row *rebalance.Row, note string) error {
+	if !h.cover.equal(h.staged) {
+		if err := h.write(ctx, h.cover, false); err != nil {
+			return err
+		}
+		h.steps++
+	}
+	if err := h.waitReady(ctx, h.cover, h.cover.sum(), row); err != nil {
+		return err
+	}
+	h.target = h.cover
+	h.fromCover = true
+	h.settleNote = note
+	return nil
+}
+
+// allCovered reports whether each of placements is within cover.
+func allCovered(placements [][]workv1alpha2.TargetCluster, cover placement) bool {
+	for _, p := range placements {
+		if !covered(toPlacement(p), cover) {
+			return false
+		}
+	}
+	return true
 }
 
 func (h *handover) settleTimeout() time.Duration {
@@ -213,6 +265,20 @@ func (h *handover) recheck(ctx context.Context) (next [][]workv1alpha2.TargetClu
 	}
 }
 
+// stillAgrees reads the binding and predicts its release once more: the
+// last check, in the release window, after recheck agreed.
+func (h *handover) stillAgrees(ctx context.Context) (bool, error) {
+	b, err := h.api.get(ctx, h.ns, h.name)
+	if err != nil {
+		return false, err
+	}
+	if err := h.unchanged(b); err != nil {
+		return false, err
+	}
+	pred, err := h.m.Recheck(ctx, h.t, asReleased(b))
+	return err == nil && pred.Unsettled == "" && len(pred.Placements) > 0 && allEqual(pred.Placements, h.target), nil
+}
+
 // asReleased is the binding as the scheduler will see it after the
 // release: the move's suspension lifted, no ledger, spec.clusters as staged.
 func asReleased(b *workv1alpha2.ResourceBinding) *workv1alpha2.ResourceBinding {
@@ -267,36 +333,35 @@ func (h *handover) settledPrediction(ctx context.Context, b *workv1alpha2.Resour
 	}
 }
 
-// lock takes Mover.Serial for this move (nothing without one, or when held).
-func (h *handover) lock(ctx context.Context) error {
-	if h.m.Serial == nil || h.serialHeld {
+// enterGate takes the run's Gate (Mover.Gate) for this move in mode;
+// nothing without a Gate, or when the move holds it already in that mode.
+func (h *handover) enterGate(ctx context.Context, mode gateMode) error {
+	if h.m.Gate == nil || (h.inGate && h.gateMode == mode) {
 		return nil
 	}
-	select {
-	case h.m.Serial <- struct{}{}:
-		h.serialHeld = true
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	h.leaveGate()
+	if err := h.m.Gate.enter(ctx, mode); err != nil {
+		return err
+	}
+	h.inGate, h.gateMode = true, mode
+	return nil
+}
+
+// leaveGate lets the run's Gate go if this move holds it.
+func (h *handover) leaveGate() {
+	if h.inGate {
+		h.m.Gate.leave()
+		h.inGate = false
 	}
 }
 
-// unlock lets Mover.Serial go if this move holds it.
-func (h *handover) unlock() {
-	if h.serialHeld {
-		<-h.m.Serial
-		h.serialHeld = false
-	}
-}
-
-// write is place for a staging write: it waits while another move of the
-// run is between its settle step and the scheduler's answer (Mover.Serial).
+// write is place for a staging or settle write: it changes the members'
+// room, so it waits while moves of the run are in their release window
+// (Gate).
 func (h *handover) write(ctx context.Context, p placement, first bool) error {
-	if h.m.Serial != nil && !h.serialHeld {
-		if err := h.lock(ctx); err != nil {
-			return err
-		}
-		defer h.unlock()
+	if err := h.enterGate(ctx, gateWrite); err != nil {
+		return err
 	}
+	defer h.leaveGate()
 	return h.place(ctx, p, first)
 }

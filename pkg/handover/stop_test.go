@@ -94,6 +94,50 @@ func TestInterruptedAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 	assert.GreaterOrEqual(t, sim.minReady, int32(3), "no ready replica was lost")
 }
 
+// TestRunDeadlineAfterTheSettleWriteLetsTheMoveFinish: the run's deadline
+// (--timeout) passing once the settle write was made does not cut the
+// move: it releases with its trigger and reads the scheduler's answer, and
+// no ready replica is lost.
+func TestRunDeadlineAfterTheSettleWriteLetsTheMoveFinish(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+	simulate(ctx, t, client, sim)
+	m := settlingMover(client, "host/1/self")
+	m.SettleTimeout = time.Second
+	deadlineCtx, cancelDeadline := context.WithCancel(ctx)
+	defer cancelDeadline()
+	go func() {
+		for ctx.Err() == nil && ledgerPhase(ctx, client) != PhaseSettling {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancelDeadline()
+	}()
+	row, err := m.Move(expired{deadlineCtx}, webTarget, func(rebalance.Row) {})
+	require.NoError(t, err)
+	require.NotNil(t, row.TriggeredAt, "released with a trigger: %s", row.Message)
+	assert.Equal(t, rebalance.OutcomeScheduled, row.Observation.Outcome, row.Message)
+	assert.Equal(t, tc("member1", 1, "member2", 2), row.After)
+	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, "web-deployment", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
+	assert.GreaterOrEqual(t, sim.minReady, int32(3), "no ready replica was lost")
+}
+
+// expired is a context whose cancellation reads as its deadline passing,
+// as the run's --timeout does.
+type expired struct{ context.Context }
+
+func (e expired) Err() error {
+	if e.Context.Err() != nil {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 // TestASecondProcessWaitsForTheOwner: a move finds the binding moved by
 // another live process: it leaves it alone (no undo of the other's move)
 // and says so when its own context ends first.
