@@ -135,12 +135,14 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		engine = e.waveEngine(req)
 	case mover != nil:
 		// A recorded run all at once whose workloads move make-before-break
-		// hands them to the wave engine too, up to Workers in flight; every
-		// one is held before the record exists (holdRecorded).
+		// hands them to the wave engine too, up to Workers in flight.
 		engine = e.allAtOnceEngine(req, mover)
 	}
-	if req.waved() {
-		// The record grows as the waves start workloads (see record.grower).
+	if engine != nil {
+		// The record grows as the engine starts workloads (see
+		// record.grower): created with its first workload only, the only
+		// one held before it exists (holdRecorded); every other binding is
+		// held by its move when it starts, not before.
 		rec.Planned = recordTargets(plan.desired.Spec.Workloads, known)
 		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
 		plan.grow = engine.Ordered(rec.Planned)

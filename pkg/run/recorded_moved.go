@@ -31,9 +31,10 @@ func (r Request) recordMover() waves.MakeBeforeBreak {
 // bindings are held first: Karmada's workloadRebalancer controller
 // triggers what a new record lists at its creationTimestamp, and on a held
 // binding that trigger moves nothing; each workload's move carries on from
-// its hold and releases it with its own, later trigger. A waved record is
-// created with its first workload only (it grows as the moves release), so
-// only that one is held; a record all at once lists, and holds, them all.
+// its hold and releases it with its own, later trigger. A record whose
+// workloads move make-before-break, waved or all at once, is created with
+// its first workload only (it grows as the moves release), so only that
+// one is held ahead; every other move holds its binding when it starts.
 type heldTargets struct {
 	mover   waves.MakeBeforeBreak
 	targets []rebalance.Target
