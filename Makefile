@@ -83,6 +83,11 @@ demo: controlplane build
 bench: controlplane
 	$(GO) test -p 1 ./test/bench/... -run '^$$' -bench . -benchtime 1x -timeout 90m
 
+.PHONY: bench-handover
+## bench-handover: a batch of 20 make-before-break moves next to the same batch in one write (about 6 min)
+bench-handover: controlplane
+	$(GO) test -count=1 -p 1 ./test/bench/handover -run '^$$' -bench BatchMove -benchtime 1x -timeout 40m
+
 .PHONY: bench-plan
 ## bench-plan: only the plan benchmark (2,000 workloads after a failover and recovery)
 bench-plan: controlplane

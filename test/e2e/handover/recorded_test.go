@@ -2,7 +2,6 @@ package handover
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/test/e2e/handover/batchtest"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/fixtures"
 	"github.com/kubectl-rebalance/kubectl-rebalance/test/harness"
 )
@@ -75,29 +75,16 @@ func TestRecordedWavesKeepReplicasReady(t *testing.T) {
 	defer cancel()
 	c := fixtures.TestClients(t, cp.Karmada)
 	const ns = "handover-recorded-waves"
-	fixtures.TestNamespace(ctx, t, c, ns)
-	names := make([]string, 6)
-	for i := range names {
-		names[i] = fmt.Sprintf("r%d", i)
-		d := fixtures.Deployment(ns, names[i], 1)
-		d.Spec.Template.Annotations = map[string]string{harness.ReadyAfterAnnotation: readyAfter.String()}
-		_, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	_, err := c.Karmada.PolicyV1alpha1().PropagationPolicies(ns).Create(ctx,
-		fixtures.DynamicWeightPolicy(ns, "policy-recorded-waves", "apps/v1", "Deployment", names, twoMembers), metav1.CreateOptions{})
-	require.NoError(t, err)
-	for _, n := range names {
-		fixtures.WaitScheduled(ctx, t, c, ns, n+"-deployment")
-	}
-	waitFleetReady(ctx, t, cp, ns, names, 1, twoMembers)
+	names := batchtest.Fleet(ctx, t, cp, c, ns, 6, readyAfter)
 
 	const record = "handover-recorded-waves"
-	mbb := moveFleet(ctx, t, cp, c, ns, names, "--max-in-flight", "2", "--name", record)
-	assert.Positive(t, mbb.onMember1, "the fresh reschedules bring replicas back to member1")
-	assert.Zero(t, mbb.suspended, "no binding left suspended")
-	for _, n := range mbb.dipped {
-		assert.Failf(t, "a workload lost its ready replica", "%s: %s", n, mbb.rows[n])
+	batchtest.FailedOver(ctx, t, cp, c, ns, names)
+	mbb := batchtest.Move(ctx, t, cp, c, ns, names, "--max-in-flight", "2", "--timeout", "10m", "--name", record)
+	assert.Equal(t, 0, mbb.Run.Code, mbb.Run.Stderr)
+	assert.Positive(t, mbb.OnMember1, "the fresh reschedules bring replicas back to member1")
+	assert.Zero(t, mbb.Suspended, "no binding left suspended")
+	for _, n := range mbb.Dipped {
+		assert.Failf(t, "a workload lost its ready replica", "%s: %s", n, mbb.Rows[n])
 	}
 	assertRecorded(ctx, t, c, ns, record, names)
 }
