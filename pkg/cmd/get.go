@@ -189,13 +189,62 @@ func (o *GetOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return withExitCode(ExitError, o.requestError(ctx, reqCtx, "get", err))
 		}
-		return o.printOne(rb)
+		if err := o.printOne(rb); err != nil {
+			return err
+		}
+		o.warnLeftovers(reqCtx, rb)
+		return nil
 	}
 	list, err := o.client.List(reqCtx, metav1.ListOptions{})
 	if err != nil {
 		return withExitCode(ExitError, o.requestError(ctx, reqCtx, "list", err))
 	}
 	return o.printList(list)
+}
+
+// warnLeftovers warns, after a record, of each workload it lists whose
+// binding an unfinished make-before-break move holds (its phase, owner,
+// age and deadline), with one LIST of bindings per namespace the record
+// lists; nothing when they cannot be listed (a person may read records
+// without reading bindings).
+func (o *GetOptions) warnLeftovers(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) {
+	if o.ConfigFlags == nil {
+		return
+	}
+	config, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return
+	}
+	listed := map[string]map[string]bool{}
+	for _, w := range rb.Spec.Workloads {
+		if w.Namespace == "" {
+			continue // the daemons and recover look at ResourceBindings
+		}
+		if listed[w.Namespace] == nil {
+			listed[w.Namespace] = map[string]bool{}
+		}
+		listed[w.Namespace][rebalance.BindingNameFor(w)] = true
+	}
+	namespaces := make([]string, 0, len(listed))
+	for ns := range listed {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		r, err := leftoverScope{namespace: ns}.recoverer(config, "", false)
+		if err != nil {
+			return
+		}
+		found, err := r.Find(ctx, ns, false)
+		if err != nil {
+			return
+		}
+		for _, lo := range found {
+			if listed[ns][lo.Name] {
+				fmt.Fprintf(o.ErrOut, "warning: %s; `kubectl rebalance recover -n %s` recovers it\n", lo, ns)
+			}
+		}
+	}
 }
 
 // isUnservedResource recognises the 404 of a resource the API server does

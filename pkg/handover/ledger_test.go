@@ -171,3 +171,21 @@ func formatted(clusters []workv1alpha2.TargetCluster) string {
 	slices.SortFunc(sorted, func(a, b workv1alpha2.TargetCluster) int { return strings.Compare(a.Name, b.Name) })
 	return rebalance.FormatPlacement(sorted)
 }
+
+// TestLedgerHeadReadsWhatTheMoveWrites: other commands (plan) read the
+// phase, owner, start and deadline of a ledger through rebalance's head of
+// it; it reads what a move writes, for every phase.
+func TestLedgerHeadReadsWhatTheMoveWrites(t *testing.T) {
+	started := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	deadline := metav1.NewTime(started.Add(DefaultMoveTimeout))
+	for _, phase := range []Phase{PhaseHeld, PhaseStaging, PhaseSettling} {
+		raw, err := jsonLedger(Ledger{Phase: phase, Owner: "host/1/ab", Started: started, Deadline: &deadline})
+		require.NoError(t, err)
+		head, ok := rebalance.ReadHandoverHead(map[string]string{LedgerAnnotation: raw})
+		require.True(t, ok)
+		assert.Equal(t, string(phase), head.Phase)
+		assert.Equal(t, "host/1/ab", head.Owner)
+		assert.True(t, head.Started.Equal(&started))
+		assert.True(t, head.Deadline.Equal(&deadline))
+	}
+}

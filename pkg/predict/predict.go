@@ -183,8 +183,12 @@ func predictOne(ctx context.Context, sched *karmadaScheduler, in Input, clusters
 	if _, held := b.Annotations[rebalance.HandoverAnnotation]; held && spec.SchedulingSuspended() {
 		// Not a suspension of the user's: a move of this plugin that has
 		// not ended, or whose process died.
-		return p.verdict(CannotChange, ReasonHeldByMove, fmt.Sprintf("%s is held by an unfinished make-before-break move of kubectl rebalance (annotation %s); "+
-			"`kubectl rebalance recover` shows its phase, owner and deadline, and recovers it once no process is moving it", rebalance.BindingRef(w), rebalance.HandoverAnnotation))
+		state := "its ledger cannot be read"
+		if head, ok := rebalance.ReadHandoverHead(b.Annotations); ok {
+			state = head.Describe(time.Now())
+		}
+		return p.verdict(CannotChange, ReasonHeldByMove, fmt.Sprintf("%s is held by an unfinished make-before-break move of kubectl rebalance (%s; annotation %s); "+
+			"`kubectl rebalance recover` recovers it once no process is moving it", rebalance.BindingRef(w), state, rebalance.HandoverAnnotation))
 	}
 	if obs := rebalance.PreTriggerCheck(b.Labels, *spec, *status, at); obs.Outcome != rebalance.OutcomeNone {
 		return p.verdict(CannotChange, obs.Reason, obs.Message)
