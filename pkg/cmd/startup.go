@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,14 +18,47 @@ import (
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
-// signalContext ends ctx on the first SIGINT or SIGTERM; after that the
-// signals get their default behaviour back, so a second Ctrl-C ends the
-// process at once.
+// signalContext ends ctx on the first SIGINT or SIGTERM. The command then
+// recovers what it has in flight (a make-before-break move is undone or let
+// go, within its undo timeout) and returns: a second Ctrl-C must not cut
+// that recovery short and leave a binding suspended, so later signals only
+// say what is going on (signalNotice); SIGKILL still ends the process, and
+// `kubectl rebalance recover` finds what it leaves. stop gives the signals
+// their default behaviour back.
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	context.AfterFunc(ctx, stop)
+	ctx, cancel := context.WithCancel(parent)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case <-signals:
+				fmt.Fprintln(signalNotice, "still recovering what was in flight (at most a few seconds); SIGKILL leaves it to `kubectl rebalance recover`")
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			signal.Stop(signals)
+			close(done)
+			cancel()
+		})
+	}
 	return ctx, stop
 }
+
+// signalNotice is where signalContext answers the signals after the first.
+var signalNotice io.Writer = os.Stderr
 
 // startup does what comes before the first binding is read: discovery, the
 // check that the server is a Karmada control plane, and resolving the
