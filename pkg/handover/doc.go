@@ -13,6 +13,12 @@
 // releases the binding with a fresh rescheduleTriggeredAt in the same write
 // that lifts the suspension.
 //
+// The moves of a run go side by side and share a Gate (gate.go): their
+// writes and their release windows take turns, and while others are under
+// way a move releases from its whole staged placement instead of settling
+// (settle.go). A run's deadline no longer cuts a move past its settle
+// write; the move's own deadline does.
+//
 // It owns what a move predicts from, too (predictor.go): the moves of a
 // run share one read of the clusters, estimators and members, at most a
 // few seconds old, and recheck from reads of their own before a release.

@@ -97,3 +97,56 @@ func replicasOn(placement []workv1alpha2.TargetCluster, cluster string) int32 {
 	}
 	return 0
 }
+
+// TestFailbackMoveRecoveredWhenTheLeaseIsLost takes the failback daemon's
+// Lease away (another holder, renewed, for a minute) while its
+// make-before-break failback has the binding staged: the daemon stops
+// leading within its renew deadline, and the move it was making is
+// recovered before it stops working - undone while the staged replica
+// starts, or let go with the new placement once it took over - so no
+// binding stays suspended and the ready replicas never fall below 3.
+func TestFailbackMoveRecoveredWhenTheLeaseIsLost(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, c := fixtures.TestContext(t), fixtures.TestClients(t, cp.Karmada)
+	const ns, name, binding = "failback-mbb-lease", "app", "app-deployment"
+	seedSlowToStart(ctx, t, c, ns, name, binding)
+	binary := rt.Binary(t)
+	leases := c.Kube.CoordinationV1().Leases("karmada-system")
+	// Registered first, so run last (once the daemon is stopped): the next
+	// test's daemon does not wait out the stolen Lease.
+	t.Cleanup(func() { _ = leases.Delete(context.Background(), "kubectl-rebalance-failback", metav1.DeleteOptions{}) })
+	daemon := startProcess(t, cp, binary, "mbb-lease", "-n", ns, "--stabilization-window", window.String(), "--max-in-flight", "1")
+	daemon.waitLog(t, "acting on recoveries", time.Minute)
+	members, w := failOverAllReady(ctx, t, cp, c, ns, name, binding)
+
+	recoverMember1(ctx, t, c)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, binding, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		_, ledger := rb.Annotations[handover.LedgerAnnotation]
+		return ledger && rb.Spec.SchedulingSuspended(), nil
+	})
+	require.NoError(t, err, "the failback never staged; daemon logs:\n%s", daemon.text())
+
+	// Another holder takes the Lease and keeps it for a minute.
+	lease, err := leases.Get(ctx, "kubectl-rebalance-failback", metav1.GetOptions{})
+	require.NoError(t, err)
+	thief, seconds, now := "thief", int32(60), metav1.NewMicroTime(time.Now())
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime, lease.Spec.AcquireTime = &thief, &seconds, &now, &now
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	daemon.waitLog(t, "lost the lease, stopped working", time.Minute)
+
+	rb, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).Get(ctx, binding, metav1.GetOptions{})
+	require.NoError(t, err)
+	t.Logf("after the lost Lease: %s, suspended %v; daemon logs:\n%s", fixtures.Placement(rb.Spec.Clusters), rb.Spec.SchedulingSuspended(), daemon.text())
+	assert.False(t, rb.Spec.SchedulingSuspended(), "the daemon recovered its move before it stopped working")
+	assert.NotContains(t, rb.Annotations, handover.LedgerAnnotation)
+	waitMembers(ctx, t, members, ns, name, rb.Spec.Clusters, 3)
+	w.Close()
+	lo, _ := w.Range()
+	t.Logf("FIGURES failback whose Lease was lost mid-move, %s: ready replicas never below %d", fixtures.Placement(rb.Spec.Clusters), lo)
+	assert.GreaterOrEqual(t, lo, int32(3), "no ready replica was lost")
+}

@@ -107,3 +107,31 @@ func TestInterruptedMoveLeavesNoSuspendedBinding(t *testing.T) {
 	assert.False(t, rb.Spec.SchedulingSuspended())
 	assert.NotContains(t, rb.Annotations, handover.LedgerAnnotation)
 }
+
+// TestMoveTimeoutUndoesAMoveStillStaging: a move whose new replicas take
+// longer to start than its own deadline (--move-timeout) is undone when
+// the deadline comes, whatever --timeout says: the binding is back as it
+// was, scheduling resumed, and no ready replica was lost (exit code 3).
+func TestMoveTimeoutUndoesAMoveStillStaging(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns, name = "handover-move-timeout", "app"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	seedWorkload(ctx, t, c, ns, name)
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	w := watchReady(t, cp, twoMembers, ns, name)
+	run := fixtures.RunPlugin(t, cp.Kubeconfig, "deployment/"+name, "-n", ns, "-o", "wide", "--move-timeout", "10s", "--timeout", "5m")
+	assert.Equal(t, 3, run.Code, run.Stderr)
+	assert.Contains(t, run.Stdout, "the move did not end within its own deadline (--move-timeout 10s)")
+	assert.Contains(t, run.Stdout, "nothing moved")
+	rb := binding(ctx, t, c, ns, name)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, handover.LedgerAnnotation)
+	assert.Equal(t, "{member2:3}", fixtures.Placement(rb.Spec.Clusters), "the placement before the move is back")
+	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
+	w.Close()
+	lo, _ := w.Range()
+	assert.GreaterOrEqual(t, lo, int32(3), "no ready replica was lost")
+}

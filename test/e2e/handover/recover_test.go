@@ -166,17 +166,7 @@ func TestCtrlCAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 	bin := buildPlugin(ctx, t)
 	w := watchReady(t, cp, twoMembers, ns, name)
 	command, out := startMove(ctx, t, cp, c, bin, ns, name)
-	var settled *workv1alpha2.ResourceBinding
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		rb := binding(ctx, t, c, ns, name)
-		l, err := handover.ReadLedger(rb)
-		if err != nil || l == nil {
-			return false, err
-		}
-		settled = rb
-		return l.Phase == handover.PhaseSettling, nil
-	})
-	require.NoError(t, err, "the move never reached its settle write; output:\n%s", out.String())
+	settled := waitSettling(ctx, t, c, ns, name, out)
 	require.NoError(t, command.Process.Signal(syscall.SIGINT))
 	stopped := time.Now()
 	_ = command.Wait()
@@ -195,6 +185,64 @@ func TestCtrlCAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 	w.Close()
 	lo, _ := w.Range()
 	t.Logf("FIGURES Ctrl-C after the settle write: ready replicas never below %d, placement %s", lo, fixtures.Placement(rb.Spec.Clusters))
+	assert.GreaterOrEqual(t, lo, int32(3), "no ready replica was lost")
+}
+
+// waitSettling waits until the move of the workload made its settle
+// write (the ledger's phase is Settling) and returns the binding then.
+func waitSettling(ctx context.Context, t *testing.T, c *fixtures.Clients, ns, name string, out *bytes.Buffer) *workv1alpha2.ResourceBinding {
+	t.Helper()
+	var settled *workv1alpha2.ResourceBinding
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		rb := binding(ctx, t, c, ns, name)
+		l, err := handover.ReadLedger(rb)
+		if err != nil || l == nil {
+			return false, err
+		}
+		settled = rb
+		return l.Phase == handover.PhaseSettling, nil
+	})
+	require.NoError(t, err, "the move never reached its settle write; output:\n%s", out.String())
+	return settled
+}
+
+// TestKilledAfterTheSettleWriteKeepsTheNewReplicas: SIGKILL once the move
+// wrote its settle step leaves the binding suspended with a Settling
+// ledger; the next command of the tool (recover) lets it go with the new
+// placement kept - the process that owned it is gone from this host, so at
+// once - and never puts the old placement back: the workload never loses a
+// ready replica.
+func TestKilledAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns, name = "handover-settle-kill", "app"
+	fixtures.TestNamespace(ctx, t, c, ns)
+	seedWorkload(ctx, t, c, ns, name)
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	bin := buildPlugin(ctx, t)
+	w := watchReady(t, cp, twoMembers, ns, name)
+	command, out := startMove(ctx, t, cp, c, bin, ns, name)
+	settled := waitSettling(ctx, t, c, ns, name, out)
+	require.NoError(t, command.Process.Kill())
+	_ = command.Wait()
+	left := binding(ctx, t, c, ns, name)
+	require.True(t, left.Spec.SchedulingSuspended(), "a killed move leaves the binding suspended")
+
+	run := fixtures.RunPlugin(t, cp.Kubeconfig, "recover", "-n", ns, "-o", "wide")
+	require.Equal(t, 0, run.Code, run.Stderr)
+	assert.Contains(t, run.Stdout, "let go")
+	assert.Contains(t, run.Stdout, "Settling")
+	rb := binding(ctx, t, c, ns, name)
+	assert.False(t, rb.Spec.SchedulingSuspended())
+	assert.NotContains(t, rb.Annotations, handover.LedgerAnnotation)
+	assert.Equal(t, fixtures.Placement(settled.Spec.Clusters), fixtures.Placement(rb.Spec.Clusters), "the settled placement is kept")
+	assert.NotEqual(t, "{member2:3}", fixtures.Placement(rb.Spec.Clusters), "the old placement is not put back")
+	waitReadySum(ctx, t, cp, ns, name, 3, twoMembers)
+	w.Close()
+	lo, _ := w.Range()
+	t.Logf("FIGURES SIGKILL after the settle write, then recover: ready replicas never below %d, placement %s", lo, fixtures.Placement(rb.Spec.Clusters))
 	assert.GreaterOrEqual(t, lo, int32(3), "no ready replica was lost")
 }
 
