@@ -63,6 +63,7 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 		handover:  &o.handoverOptions,
 		wait:      o.Wait,
 		waitReady: o.MaxInFlight > 0 && o.WaitReady,
+		allAtOnce: o.MaxInFlight == 0,
 	})
 }
 
@@ -76,6 +77,8 @@ type moveSettings struct {
 	// waitReady, in waves, makes a move done only once the replicas of its
 	// new placement are ready.
 	waitReady bool
+	// allAtOnce: the run moves every workload at once, not in waves.
+	allAtOnce bool
 }
 
 // handoverMover builds the make-before-break mover of a run on engine, or
@@ -111,6 +114,7 @@ func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Ta
 		MoveTimeout: s.handover.MoveTimeout,
 		OneWrite:    oneWrite,
 		WaitReady:   s.waitReady,
+		AllAtOnce:   s.allAtOnce,
 	})
 }
 

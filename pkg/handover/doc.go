@@ -14,9 +14,9 @@
 // that lifts the suspension.
 //
 // The moves of a run go side by side and share a Gate (gate.go): their
-// writes and their release windows take turns, and while others are under
-// way a move releases from its whole staged placement instead of settling
-// (settle.go). A run's deadline no longer cuts a move past its settle
+// writes and their release windows take turns, and in a run all at once
+// (Mover.StagedRelease) a move releases from its whole staged placement
+// instead of settling while others are under way (settle.go). A run's deadline no longer cuts a move past its settle
 // write; the move's own deadline does.
 //
 // It owns what a move predicts from, too (predictor.go): the moves of a

@@ -91,6 +91,14 @@ type Mover struct {
 	// recheck, release and wait for the scheduler's answer; writes go
 	// together and releases go together (see gate.go). Nil: no order.
 	Gate *Gate
+	// StagedRelease makes a move whose whole staged placement runs release
+	// from it, without settling, while other moves of the run are under
+	// way. A run all at once predicts every move from one read taken
+	// before any of them staged: the predictions cannot count each other's
+	// replicas, and settling one after another makes the scheduler's
+	// answers swing (settle.go). In waves each move predicts from a read
+	// that saw the earlier moves, and settles.
+	StagedRelease bool
 	// Observe, when set, is shown every binding a move starts from, as
 	// read: a run notes there what it warns about afterwards (a binding
 	// placed by a later clusterAffinities group), as it does for the
@@ -129,6 +137,9 @@ type Config struct {
 	MoveTimeout time.Duration
 	OneWrite    OneWriteMover
 	WaitReady   bool
+	// AllAtOnce: the run starts every move together (not in waves); its
+	// moves release from their staged placements (Mover.StagedRelease).
+	AllAtOnce bool
 }
 
 // New builds the Mover of a run over c.Targets: its moves predict from
@@ -139,16 +150,17 @@ func New(c Config) *Mover {
 	source := moveSource{reads: c.Reads, targets: c.Targets}
 	predictor, shared := source.predictor()
 	return &Mover{
-		Karmada:     c.Karmada,
-		Clock:       c.Clock,
-		Predict:     predictor,
-		Shared:      shared,
-		Recheck:     source.recheckPredictor(),
-		Gate:        NewGate(),
-		Budget:      c.Budget,
-		MoveTimeout: c.MoveTimeout,
-		OneWrite:    c.OneWrite,
-		WaitReady:   c.WaitReady,
+		Karmada:       c.Karmada,
+		Clock:         c.Clock,
+		Predict:       predictor,
+		Shared:        shared,
+		Recheck:       source.recheckPredictor(),
+		Gate:          NewGate(),
+		Budget:        c.Budget,
+		MoveTimeout:   c.MoveTimeout,
+		OneWrite:      c.OneWrite,
+		WaitReady:     c.WaitReady,
+		StagedRelease: c.AllAtOnce,
 	}
 }
 

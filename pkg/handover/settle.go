@@ -53,12 +53,12 @@ func (h *handover) settle(ctx context.Context, row *rebalance.Row) error {
 	if h.m.Recheck == nil || h.releaseDependent {
 		return nil
 	}
-	if h.m.Gate.moving() > 1 && h.staged.equal(h.cover) {
-		// Other moves of the run are staging and settling: each settle
-		// write frees room the scheduler's answer for this workload may
-		// then follow, so no answer settled on now would stay. Release
-		// from the whole staged placement instead: whatever the scheduler
-		// chooses within it already runs.
+	if h.m.StagedRelease && h.m.Gate.moving() > 1 && h.staged.equal(h.cover) {
+		// Other moves of the run staged from the same read and settle
+		// now: each settle write frees room the scheduler's answer for
+		// this workload may then follow, so no answer settled on now
+		// would stay. Release from the whole staged placement instead:
+		// whatever the scheduler chooses within it already runs.
 		return h.releaseFromCover(ctx, row, "released from the staged placement: other moves of the run were changing the members' room")
 	}
 	// From the settle write on, the clusters that lose replicas stop them:

@@ -2,6 +2,9 @@ package handover
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +128,46 @@ func TestRunDeadlineAfterTheSettleWriteLetsTheMoveFinish(t *testing.T) {
 	assert.False(t, rb.Spec.SchedulingSuspended())
 	assert.NotContains(t, rb.Annotations, LedgerAnnotation)
 	assert.GreaterOrEqual(t, sim.minReady, int32(3), "no ready replica was lost")
+}
+
+// TestStagedReleaseWhileOthersMove: in a run all at once, a move whose
+// other moves are under way releases from its whole staged placement - no
+// settle write, no ledger phase Settling - and the scheduler's answer,
+// within it, loses no ready replica. Alone, the same move settles.
+func TestStagedReleaseWhileOthersMove(t *testing.T) {
+	for _, others := range []bool{true, false} {
+		t.Run(fmt.Sprintf("others moving %v", others), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			client := fake.NewSimpleClientset(seedBinding())
+			sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+				startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+			simulate(ctx, t, client, sim)
+			m := settlingMover(client, "host/1/self")
+			m.Recheck = func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+				return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+			}
+			m.StagedRelease, m.Gate = true, NewGate()
+			if others {
+				m.Gate.begin() // another move of the run
+			}
+			var settled atomic.Bool
+			go func() {
+				for ctx.Err() == nil {
+					if ledgerPhase(ctx, client) == PhaseSettling {
+						settled.Store(true)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+			row, err := m.Move(ctx, webTarget, func(rebalance.Row) {})
+			require.NoError(t, err)
+			assert.Equal(t, rebalance.OutcomeScheduled, row.Observation.Outcome, row.Message)
+			assert.Equal(t, others, strings.Contains(row.Message, "released from the staged placement"), row.Message)
+			assert.Equal(t, !others, settled.Load(), "settle write")
+			assert.GreaterOrEqual(t, sim.minReady, int32(3), "no ready replica was lost")
+		})
+	}
 }
 
 // expired is a context whose cancellation reads as its deadline passing,
