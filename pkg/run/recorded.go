@@ -138,11 +138,14 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		// hands them to the wave engine too, up to Workers in flight.
 		engine = e.allAtOnceEngine(req, mover)
 	}
-	if engine != nil {
+	if req.waved() || (engine != nil && len(plan.desired.Spec.Workloads) > rebalance.WorkersOr(req.Workers)) {
 		// The record grows as the engine starts workloads (see
 		// record.grower): created with its first workload only, the only
 		// one held before it exists (holdRecorded); every other binding is
-		// held by its move when it starts, not before.
+		// held by its move when it starts, not before. A run all at once
+		// whose moves all start together (no more workloads than Workers)
+		// holds them all and creates its record whole, as the CRD's own
+		// run would list them.
 		rec.Planned = recordTargets(plan.desired.Spec.Workloads, known)
 		rec.HeldTTL = plan.desired.Spec.TTLSecondsAfterFinished
 		plan.grow = engine.Ordered(rec.Planned)

@@ -31,10 +31,12 @@ func (r Request) recordMover() waves.MakeBeforeBreak {
 // bindings are held first: Karmada's workloadRebalancer controller
 // triggers what a new record lists at its creationTimestamp, and on a held
 // binding that trigger moves nothing; each workload's move carries on from
-// its hold and releases it with its own, later trigger. A record whose
-// workloads move make-before-break, waved or all at once, is created with
-// its first workload only (it grows as the moves release), so only that
-// one is held ahead; every other move holds its binding when it starts.
+// its hold and releases it with its own, later trigger. A waved record, or
+// one all at once that lists more workloads than the run starts together,
+// is created with its first workload only (it grows as the moves release),
+// so only that one is held ahead and every other move holds its binding
+// when it starts; a record all at once whose moves all start together
+// lists, and holds, them all.
 type heldTargets struct {
 	mover   waves.MakeBeforeBreak
 	targets []rebalance.Target
