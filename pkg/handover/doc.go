@@ -14,10 +14,11 @@
 // that lifts the suspension.
 //
 // The moves of a run go side by side and share a Gate (gate.go): their
-// writes and their release windows take turns, and in a run all at once
+// writes and their release windows take turns. In a run all at once
 // (Mover.StagedRelease) a move releases from its whole staged placement
-// instead of settling while others are under way (settle.go). A run's deadline no longer cuts a move past its settle
-// write; the move's own deadline does.
+// instead of settling while others are under way; in waves one move at a
+// time settles (Mover.Serial, settle.go). A run's deadline no longer cuts
+// a move past its settle write; the move's own deadline does.
 //
 // It owns what a move predicts from, too (predictor.go): the moves of a
 // run share one read of the clusters, estimators and members, at most a

@@ -71,3 +71,20 @@ func TestGateTakesTurns(t *testing.T) {
 	g.leave()
 	assert.True(t, entered(g, gateRelease), "idle again")
 }
+
+// In waves one move of a run at a time goes from its settle write to the
+// scheduler's answer; another move's lock (and so its writes) waits for
+// it, or ends with its context.
+func TestSerialKeepsOneMoveInItsSettle(t *testing.T) {
+	m := &Mover{Serial: make(chan struct{}, 1)}
+	a, b := &handover{m: m}, &handover{m: m}
+	require.NoError(t, a.lock(context.Background()))
+	require.NoError(t, a.lock(context.Background()), "taking it again while held is a no-op")
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, b.lock(short), context.DeadlineExceeded)
+	a.unlock()
+	a.unlock()
+	require.NoError(t, b.lock(context.Background()))
+	b.unlock()
+}

@@ -86,6 +86,15 @@ type Mover struct {
 	// SettleTimeout bounds each wait of the settle step (for the members to
 	// stop the surplus replicas, for a read that agrees); zero means 30s.
 	SettleTimeout time.Duration
+	// Serial, a channel of capacity 1 shared by the moves of a run in
+	// waves, makes one move at a time go from its settle write to the
+	// scheduler's answer, keeping its turn while it stages again, and keeps
+	// the other moves' writes out of that section: in waves each move
+	// predicts from a read that saw the earlier ones, and settled one after
+	// another their answers stay (a waved batch of 50, 10 in flight, was
+	// settled as predicted for all). A run all at once has none: its moves
+	// release from their staged placements (StagedRelease). Nil: no order.
+	Serial chan struct{}
 	// Gate, shared by the moves of a run, keeps their writes (which start
 	// and stop replicas on the members) out of the windows in which moves
 	// recheck, release and wait for the scheduler's answer; writes go
@@ -161,7 +170,17 @@ func New(c Config) *Mover {
 		OneWrite:      c.OneWrite,
 		WaitReady:     c.WaitReady,
 		StagedRelease: c.AllAtOnce,
+		Serial:        serialUnless(c.AllAtOnce),
 	}
+}
+
+// serialUnless returns a Mover.Serial for a run in waves, nil for one all
+// at once.
+func serialUnless(allAtOnce bool) chan struct{} {
+	if allAtOnce {
+		return nil
+	}
+	return make(chan struct{}, 1)
 }
 
 // WithObserver implements waves.MakeBeforeBreak: a copy of m whose moves
@@ -609,9 +628,11 @@ type handover struct {
 	fromCover bool
 	// settleNote says, on the row, why the move released without settling.
 	settleNote string
-	// inGate: this move holds Mover.Gate, in gateMode.
-	inGate   bool
-	gateMode gateMode
+	// inGate: this move holds Mover.Gate, in gateMode; serialHeld: it
+	// holds Mover.Serial.
+	inGate     bool
+	gateMode   gateMode
+	serialHeld bool
 	// plain says why the workload moves in one write where plan gives no
 	// reason for the row's message (the one-write move is the same move).
 	plain string
@@ -750,6 +771,11 @@ func (h *handover) run(ctx context.Context, triggered func(rebalance.Row)) (row 
 		return row, nil
 	}
 	defer h.leaveGate()
+	defer h.unlock()
+	if err := h.lock(moveCtx); err != nil {
+		h.stopErr = err
+		return row, nil
+	}
 	if moveCtx.Err() != nil {
 		h.stopErr = moveCtx.Err()
 		return row, nil
@@ -1014,8 +1040,10 @@ func (h *handover) confirm(answerCtx, ctx context.Context, row *rebalance.Row, a
 		obs = rebalance.ClassifyOutcome(b.Generation, b.Spec, b.Status, written, at)
 		return obs.Outcome != rebalance.OutcomeWaiting
 	})
-	// The scheduler answered: the run's moves may write again.
+	// The scheduler answered: the run's moves may write, and the next one
+	// settle, again.
 	h.leaveGate()
+	h.unlock()
 	row.Observation = obs
 	if err != nil {
 		if errors.Is(err, errDeleted) || apierrors.IsNotFound(err) {

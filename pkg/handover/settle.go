@@ -355,10 +355,41 @@ func (h *handover) leaveGate() {
 	}
 }
 
+// lock takes Mover.Serial for this move (nothing without one, or when
+// held).
+func (h *handover) lock(ctx context.Context) error {
+	if h.m.Serial == nil || h.serialHeld {
+		return nil
+	}
+	select {
+	case h.m.Serial <- struct{}{}:
+		h.serialHeld = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// unlock lets Mover.Serial go if this move holds it.
+func (h *handover) unlock() {
+	if h.serialHeld {
+		<-h.m.Serial
+		h.serialHeld = false
+	}
+}
+
 // write is place for a staging or settle write: it changes the members'
-// room, so it waits while moves of the run are in their release window
-// (Gate).
+// room, so it waits while another move of the run settles (Mover.Serial,
+// in waves) and while moves of the run are in their release window (Gate).
+// Serial is taken before the Gate: a move holding Serial waits for the
+// Gate, never the other way round.
 func (h *handover) write(ctx context.Context, p placement, first bool) error {
+	if h.m.Serial != nil && !h.serialHeld {
+		if err := h.lock(ctx); err != nil {
+			return err
+		}
+		defer h.unlock()
+	}
 	if err := h.enterGate(ctx, gateWrite); err != nil {
 		return err
 	}
