@@ -38,6 +38,19 @@ func simulate(ctx context.Context, t *testing.T, client *fake.Clientset, sim *me
 	t.Cleanup(func() { close(stop); <-done })
 }
 
+// simulatedSeed is the seed's binding ({member2:3}) on a fake API with
+// simulated members (pods ready 200 ms after they start) and a scheduler
+// that decides {member1:1, member2:2}, for 20 s at most.
+func simulatedSeed(t *testing.T) (context.Context, *fake.Clientset, *members) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	client := fake.NewSimpleClientset(seedBinding())
+	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+	simulate(ctx, t, client, sim)
+	return ctx, client, sim
+}
+
 func settlingMover(client *fake.Clientset, owner string) *Mover {
 	clock := rebalance.NewServerClock()
 	clock.Observe(time.Now())
@@ -70,12 +83,7 @@ func ledgerPhase(ctx context.Context, client *fake.Clientset) Phase {
 // keeps the new placement and lifts its suspension; it never puts the old
 // placement back, which would stop the replicas that now serve.
 func TestInterruptedAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	client := fake.NewSimpleClientset(seedBinding())
-	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
-		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
-	simulate(ctx, t, client, sim)
+	ctx, client, sim := simulatedSeed(t)
 	m := settlingMover(client, "host/1/self")
 	moveCtx, stop := context.WithCancel(ctx)
 	go func() {
@@ -102,12 +110,7 @@ func TestInterruptedAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 // move: it releases with its trigger and reads the scheduler's answer, and
 // no ready replica is lost.
 func TestRunDeadlineAfterTheSettleWriteLetsTheMoveFinish(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	client := fake.NewSimpleClientset(seedBinding())
-	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
-		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
-	simulate(ctx, t, client, sim)
+	ctx, client, sim := simulatedSeed(t)
 	m := settlingMover(client, "host/1/self")
 	m.SettleTimeout = time.Second
 	deadlineCtx, cancelDeadline := context.WithCancel(ctx)
@@ -137,12 +140,7 @@ func TestRunDeadlineAfterTheSettleWriteLetsTheMoveFinish(t *testing.T) {
 func TestStagedReleaseWhileOthersMove(t *testing.T) {
 	for _, others := range []bool{true, false} {
 		t.Run(fmt.Sprintf("others moving %v", others), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			client := fake.NewSimpleClientset(seedBinding())
-			sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
-				startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
-			simulate(ctx, t, client, sim)
+			ctx, client, sim := simulatedSeed(t)
 			m := settlingMover(client, "host/1/self")
 			m.Recheck = func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
 				return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
@@ -185,12 +183,7 @@ func (e expired) Err() error {
 // another live process: it leaves it alone (no undo of the other's move)
 // and says so when its own context ends first.
 func TestASecondProcessWaitsForTheOwner(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	client := fake.NewSimpleClientset(seedBinding())
-	sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
-		startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
-	simulate(ctx, t, client, sim)
+	ctx, client, _ := simulatedSeed(t)
 	first := settlingMover(client, "other-host/1/first")
 	firstCtx, stopFirst := context.WithCancel(ctx)
 	defer stopFirst()

@@ -2,6 +2,7 @@ package handover
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,4 +88,55 @@ func TestRecordedWavesKeepReplicasReady(t *testing.T) {
 		assert.Failf(t, "a workload lost its ready replica", "%s: %s", n, mbb.Rows[n])
 	}
 	assertRecorded(ctx, t, c, ns, record, names)
+}
+
+// TestRecordedAllAtOnceHoldsOnlyWhatStarts: a recorded run all at once
+// that lists more workloads than it starts together (--kube-api-burst 2,
+// six workloads) holds a binding only when its move starts: a watch of the
+// bindings never sees more than the moves in flight suspended (all six
+// were held before the record existed before), the record grows to list
+// every workload, and no workload is ever without a ready replica.
+func TestRecordedAllAtOnceHoldsOnlyWhatStarts(t *testing.T) {
+	cp := harness.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := fixtures.TestClients(t, cp.Karmada)
+	const ns, record = "handover-recorded-burst", "handover-recorded-burst"
+	names := batchtest.Fleet(ctx, t, cp, c, ns, 6, readyAfter)
+	batchtest.FailedOver(ctx, t, cp, c, ns, names)
+
+	var peak atomic.Int32
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watchCtx.Err() == nil {
+			if list, err := c.Karmada.WorkV1alpha2().ResourceBindings(ns).List(watchCtx, metav1.ListOptions{}); err == nil {
+				var n int32
+				for _, rb := range list.Items {
+					if rb.Spec.SchedulingSuspended() {
+						n++
+					}
+				}
+				if n > peak.Load() {
+					peak.Store(n)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	m := batchtest.Move(ctx, t, cp, c, ns, names, "--name", record, "--kube-api-burst", "2", "--timeout", "10m")
+	stopWatch()
+	<-watched
+	require.Equal(t, 0, m.Run.Code, m.Run.Stderr)
+	t.Logf("FIGURES recorded all at once, 6 workloads, --kube-api-burst 2: at most %d bindings suspended at once", peak.Load())
+	assert.LessOrEqual(t, peak.Load(), int32(3), "a binding is held only when its move starts (two at a time), not all before the record")
+	assert.Zero(t, m.Suspended, "no binding left suspended")
+	for _, n := range m.Dipped {
+		assert.Failf(t, "a workload lost its ready replica", "%s: %s", n, m.Rows[n])
+	}
+	assertRecorded(ctx, t, c, ns, record, names)
+	wr, err := c.Karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, record, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, wr.Generation, int64(1), "the record grew as the moves released")
 }

@@ -160,13 +160,7 @@ func TestCtrlCAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 	defer cancel()
 	c := fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "handover-settle-interrupt", "app"
-	fixtures.TestNamespace(ctx, t, c, ns)
-	seedWorkload(ctx, t, c, ns, name)
-	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
-	bin := buildPlugin(ctx, t)
-	w := watchReady(t, cp, twoMembers, ns, name)
-	command, out := startMove(ctx, t, cp, c, bin, ns, name)
-	settled := waitSettling(ctx, t, c, ns, name, out)
+	command, out, settled, w := movedToItsSettle(ctx, t, cp, c, ns, name)
 	require.NoError(t, command.Process.Signal(syscall.SIGINT))
 	stopped := time.Now()
 	_ = command.Wait()
@@ -186,6 +180,21 @@ func TestCtrlCAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 	lo, _ := w.Range()
 	t.Logf("FIGURES Ctrl-C after the settle write: ready replicas never below %d, placement %s", lo, fixtures.Placement(rb.Spec.Clusters))
 	assert.GreaterOrEqual(t, lo, int32(3), "no ready replica was lost")
+}
+
+// movedToItsSettle runs the seed's failover and recovery in ns, starts the
+// rebalance back as a process under a watch of the ready replicas, and
+// returns once the move made its settle write (the ledger's phase is
+// Settling), with the binding then.
+func movedToItsSettle(ctx context.Context, t *testing.T, cp *harness.ControlPlane, c *fixtures.Clients, ns, name string) (*exec.Cmd, *bytes.Buffer, *workv1alpha2.ResourceBinding, *readyWatch) {
+	t.Helper()
+	fixtures.TestNamespace(ctx, t, c, ns)
+	seedWorkload(ctx, t, c, ns, name)
+	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
+	bin := buildPlugin(ctx, t)
+	w := watchReady(t, cp, twoMembers, ns, name)
+	command, out := startMove(ctx, t, cp, c, bin, ns, name)
+	return command, out, waitSettling(ctx, t, c, ns, name, out), w
 }
 
 // waitSettling waits until the move of the workload made its settle
@@ -218,13 +227,7 @@ func TestKilledAfterTheSettleWriteKeepsTheNewReplicas(t *testing.T) {
 	defer cancel()
 	c := fixtures.TestClients(t, cp.Karmada)
 	const ns, name = "handover-settle-kill", "app"
-	fixtures.TestNamespace(ctx, t, c, ns)
-	seedWorkload(ctx, t, c, ns, name)
-	failedOver(ctx, t, cp, c, ns, name, 3, twoMembers)
-	bin := buildPlugin(ctx, t)
-	w := watchReady(t, cp, twoMembers, ns, name)
-	command, out := startMove(ctx, t, cp, c, bin, ns, name)
-	settled := waitSettling(ctx, t, c, ns, name, out)
+	command, _, settled, w := movedToItsSettle(ctx, t, cp, c, ns, name)
 	require.NoError(t, command.Process.Kill())
 	_ = command.Wait()
 	left := binding(ctx, t, c, ns, name)
