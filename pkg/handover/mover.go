@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
@@ -333,6 +334,12 @@ func (m *Mover) firstLook(ctx context.Context, t rebalance.Target, triggered fun
 		return row, false, nil
 	}
 	b = b.DeepCopy() // the read is the run's, shared by moves side by side
+	if (&handover{m: m}).staleForStaying(b) {
+		// Other moves change the room b's placement depends on: the move
+		// proper predicts it from a read of its own before it calls it
+		// settled (plan).
+		return row, false, nil
+	}
 	// A prediction from summaries that have not caught up (right after a
 	// failover) is the move proper's to settle, from reads of its own: here
 	// it ends the first look.
@@ -640,6 +647,13 @@ type handover struct {
 	stopErr error
 }
 
+// staleForStaying reports whether a prediction that b stays where it is
+// must be checked against a read of the move's own: b's placement depends
+// on the clusters' room, and other moves of the run are under way.
+func (h *handover) staleForStaying(b *workv1alpha2.ResourceBinding) bool {
+	return h.m.Recheck != nil && h.m.Gate.moving() > 0 && predict.CapacityDependent(b)
+}
+
 // plan decides whether the binding moves make-before-break, and how; when
 // it does not, why says so on the row ("" when the one-write move is simply
 // the same: nothing to keep, or nothing to start first).
@@ -694,6 +708,15 @@ func (h *handover) plan(ctx context.Context) (move bool, why string) {
 		placements = placements[:1]
 	}
 	h.original = toPlacement(b.Spec.Clusters)
+	if toPlacement(Covering(b.Spec.Clusters, placements...)).equal(h.original) && h.staleForStaying(b) {
+		// The shared read predates the moves in flight, which change the
+		// room this placement depends on: a workload it says stays would
+		// move in one write, unprotected, were the scheduler to decide
+		// otherwise. Ask a read of its own.
+		if again, err := h.m.Recheck(ctx, h.t, b); err == nil && again.Unsettled == "" && len(again.Placements) > 0 && !again.ReleaseDependent {
+			placements = again.Placements[:1]
+		}
+	}
 	h.target = toPlacement(placements[0])
 	h.cover = toPlacement(Covering(b.Spec.Clusters, placements...))
 	h.keep = keeping(placements...)

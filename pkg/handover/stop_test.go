@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"github.com/karmada-io/karmada/pkg/generated/clientset/versioned/fake"
 	"github.com/stretchr/testify/assert"
@@ -256,4 +257,47 @@ func TestKindWithoutReadyCountMovesInOneWrite(t *testing.T) {
 	rb, err := client.WorkV1alpha2().ResourceBindings("default").Get(ctx, b.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.False(t, rb.Spec.SchedulingSuspended(), "never suspended")
+}
+
+// TestStayingIsCheckedWhileOthersMove: a workload whose placement depends
+// on the clusters' room, predicted from the run's shared read to stay where
+// it is, moves in one write when it is alone; while other moves of the run
+// are under way (they change that room) the prediction is asked again from
+// a read of its own, and the move it finds is made before break.
+func TestStayingIsCheckedWhileOthersMove(t *testing.T) {
+	for _, others := range []bool{false, true} {
+		t.Run(fmt.Sprintf("others moving %v", others), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			b := seedBinding()
+			b.Spec.Placement = &policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+				ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+				ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceWeighted,
+				WeightPreference:          &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas},
+			}}
+			client := fake.NewSimpleClientset(b)
+			sim := &members{ready: map[string]int32{"member2": 3}, starting: map[string][]time.Time{}, minReady: 3,
+				startup: 200 * time.Millisecond, decision: tc("member1", 1, "member2", 2)}
+			simulate(ctx, t, client, sim)
+			m := settlingMover(client, "host/1/self")
+			m.Predict = func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+				return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member2", 3)}}, nil
+			}
+			m.Recheck = func(context.Context, rebalance.Target, *workv1alpha2.ResourceBinding) (Prediction, error) {
+				return Prediction{Placements: [][]workv1alpha2.TargetCluster{tc("member1", 1, "member2", 2)}}, nil
+			}
+			one := &noOneWrite{}
+			m.OneWrite, m.Gate = one, NewGate()
+			if others {
+				m.Gate.begin() // another move of the run
+			}
+			row, err := m.Move(ctx, webTarget, func(rebalance.Row) {})
+			require.NoError(t, err)
+			assert.Equal(t, !others, one.called, "moved in one write: %s", row.Message)
+			if others {
+				assert.Contains(t, row.Message, "made before break")
+				assert.GreaterOrEqual(t, sim.minReady, int32(3), "no ready replica was lost")
+			}
+		})
+	}
 }
