@@ -140,8 +140,18 @@ func (h *handover) releaseFromCover(ctx context.Context, row *rebalance.Row, not
 		}
 		h.steps++
 	}
+	// No other move's settle depends on this wait: in waves the next one
+	// settles meanwhile (Mover.Serial), and this move takes its turn again
+	// for the release.
+	wasSerial := h.serialHeld
+	h.unlock()
 	if err := h.waitReady(ctx, h.cover, h.cover.sum(), row); err != nil {
 		return err
+	}
+	if wasSerial {
+		if err := h.lock(ctx); err != nil {
+			return err
+		}
 	}
 	h.target = h.cover
 	h.fromCover = true
