@@ -77,7 +77,7 @@ func (o *targetOptions) memberReader() (*estimate.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &estimate.Reader{Karmada: config, Kubeconfig: contexts, KubeconfigFlag: "--" + memberKubeconfigFlag, Configure: func(c *rest.Config) { o.ConfigFlags.WrapConfigFn(c) }}, nil
+	return &estimate.Reader{Karmada: config, Kubeconfig: contexts, KubeconfigFlag: "--" + memberKubeconfigFlag, Configure: func(c *rest.Config) { o.clientConfig(c) }}, nil
 }
 
 // memberContexts is the kubeconfig whose contexts name the members.
@@ -118,6 +118,6 @@ func (o *targetOptions) hostClient(explicit bool) (kubernetes.Interface, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--%s %q: %w", hostContextFlag, o.HostContext, err)
 	}
-	o.ConfigFlags.WrapConfigFn(cfg)
+	o.clientConfig(cfg)
 	return kubernetes.NewForConfig(cfg)
 }
