@@ -288,15 +288,7 @@ func NewCmdDeschedule(streams genericiooptions.IOStreams) *cobra.Command {
 		ValidArgsFunction:     cobra.NoFileCompletions,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, o.Complete, withoutArgs(o.Validate)),
 	}
 	o.AddFlags(cmd)
 	return cmd

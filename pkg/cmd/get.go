@@ -112,12 +112,7 @@ func NewCmdGet(streams genericiooptions.IOStreams) *cobra.Command {
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runSteps(o.Run, o.Complete),
 	}
 	o.PrintFlags.AddFlags(cmd)
 	output := cmd.Flags().Lookup("output")

@@ -135,15 +135,9 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 		ValidArgsFunction:     completion.ResourceTypeAndNameCompletionFunc(f),
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, root, cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(cmd); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runSteps(o.Run,
+			func(cmd *cobra.Command, args []string) error { return o.Complete(f, root, cmd, args) },
+			func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) }),
 	}
 	flags := cmd.Flags()
 	cmdutil.AddFilenameOptionFlags(cmd, &targets.FilenameOptions, "identifying the workloads to predict, or a WorkloadRebalancer manifest whose workloads to predict.")

@@ -252,23 +252,22 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 
 // runE completes, validates and runs the options of a command built with f.
 func (o *RebalanceOptions) runE(f cmdutil.Factory) func(*cobra.Command, []string) error {
+	complete := func(cmd *cobra.Command, args []string) error {
+		o.typo = commandTypo(cmd, args)
+		err := o.Complete(f, cmd, args)
+		if err != nil && len(o.typo) > 0 {
+			// A likely typo explains more than the kubeconfig it could
+			// not be checked against.
+			return commandTypoError(cmd.CommandPath(), args, o.typo, false)
+		}
+		return err
+	}
+	steps := runSteps(o.Run, complete, func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) })
 	return func(cmd *cobra.Command, args []string) error {
 		if printHelpWhenBare(cmd, args) {
 			return nil
 		}
-		o.typo = commandTypo(cmd, args)
-		if err := o.Complete(f, cmd, args); err != nil {
-			if len(o.typo) > 0 {
-				// A likely typo explains more than the kubeconfig it
-				// could not be checked against.
-				return withExitCode(ExitError, commandTypoError(cmd.CommandPath(), args, o.typo, false))
-			}
-			return withExitCode(ExitError, err)
-		}
-		if err := o.Validate(cmd); err != nil {
-			return withExitCode(ExitError, err)
-		}
-		return o.Run(cmd.Context())
+		return steps(cmd, args)
 	}
 }
 

@@ -81,12 +81,7 @@ func NewCmdRecover(streams genericiooptions.IOStreams) *cobra.Command {
 		Args:                  cobra.NoArgs,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, func(cmd *cobra.Command, _ []string) error { return o.Complete(cmd) }),
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -30,6 +31,27 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// runSteps is the RunE of a command in kubectl's shape: steps (Complete,
+// Validate) judge the flags and arguments in order, and the first error,
+// the user's to fix, exits with ExitError; run does the work, and its
+// error carries its own exit code.
+func runSteps(run func(context.Context) error, steps ...func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		for _, step := range steps {
+			if err := step(cmd, args); err != nil {
+				return withExitCode(ExitError, err)
+			}
+		}
+		return run(cmd.Context())
+	}
+}
+
+// withoutArgs makes a step of a check that needs neither the command nor
+// its arguments (a Validate).
+func withoutArgs(check func() error) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error { return check() }
+}
 
 // withExitCode wraps err so that Execute exits with code.
 func withExitCode(code int, err error) error {
