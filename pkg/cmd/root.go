@@ -1,5 +1,9 @@
-// Package cmd holds the cobra commands of kubectl-rebalance: flags, options and
-// output wiring. The work itself lives in pkg/rebalance and pkg/deschedule.
+// Package cmd holds the cobra commands of kubectl-rebalance: each turns its
+// flags into a request, hands it to the package that does the work (pkg/run,
+// pkg/deschedule, pkg/failback, pkg/predict, pkg/record) and prints the
+// result with its exit code. It owns resolving arguments and files into
+// workloads (cli-runtime) and the clients and error messages of the server a
+// command talks to.
 package cmd
 
 import (
