@@ -112,12 +112,7 @@ func NewCmdFailbackStatus(streams genericiooptions.IOStreams) *cobra.Command {
 		ValidArgsFunction:     cobra.NoFileCompletions,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, o.Complete),
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
