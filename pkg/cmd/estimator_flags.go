@@ -68,7 +68,7 @@ func (o estimatorOptions) validateEstimator() error {
 
 // memberReader reads the members' nodes and pods through the Karmada
 // cluster proxy and the member contexts.
-func (o *targetOptions) memberReader() (*estimate.Reader, error) {
+func (o *session) memberReader() (*estimate.Reader, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func (o *targetOptions) memberReader() (*estimate.Reader, error) {
 }
 
 // memberContexts is the kubeconfig whose contexts name the members.
-func (o *targetOptions) memberContexts() (*clientcmdapi.Config, error) {
+func (o *session) memberContexts() (*clientcmdapi.Config, error) {
 	if o.MemberKubeconfig == "" {
 		raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
 		if err != nil {
@@ -100,7 +100,7 @@ func (o *targetOptions) memberContexts() (*clientcmdapi.Config, error) {
 // detection is not asked for, or when the kubeconfig has no context named
 // by the default --host-context. A --host-context given but missing is an
 // error.
-func (o *targetOptions) hostClient(explicit bool) (kubernetes.Interface, error) {
+func (o *session) hostClient(explicit bool) (kubernetes.Interface, error) {
 	if predict.EstimatorMode(o.Estimator) != predict.EstimatorAuto || o.HostContext == "" {
 		return nil, nil
 	}

@@ -650,7 +650,7 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 }
 
 // mover gives the failback's run kubectl rebalance's make-before-break
-// mover (built by the same targetOptions.handoverMover), and says in the
+// mover (built by the same session.handoverMover), and says in the
 // log how its workloads move: made before break with the daemon's budget,
 // or in one write and why. It returns why every workload moves in one
 // write ("" when they go through the mover). A dry run moves nothing.

@@ -411,7 +411,7 @@ func (o *FailbackStatusOptions) printTables(s *FailbackStatus, now time.Time) er
 // requestError explains a failed read: the run's end, --timeout, or the
 // API server's answer (what names what could not be read).
 func (o *FailbackStatusOptions) requestError(ctx, reqCtx context.Context, err error, what string) error {
-	base := &targetOptions{ConfigFlags: o.configFlags, guard: o.guard}
+	base := &session{ConfigFlags: o.configFlags, guard: o.guard}
 	switch {
 	case ctx.Err() != nil:
 		return errors.New("interrupted before the Karmada apiserver answered; nothing was shown")

@@ -253,7 +253,7 @@ func isUnservedResource(err error) bool {
 
 // requestError explains a failed request in the words of `kubectl rebalance`.
 func (o *GetOptions) requestError(ctx, reqCtx context.Context, verb string, err error) error {
-	base := &targetOptions{ConfigFlags: o.ConfigFlags, guard: o.guard}
+	base := &session{ConfigFlags: o.ConfigFlags, guard: o.guard}
 	switch {
 	case ctx.Err() != nil:
 		return errors.New("interrupted before the Karmada apiserver answered; nothing was shown")

@@ -273,7 +273,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // the timeout that caused it, when one did: plan writes nothing, and the
 // user hears why nothing was predicted (exit 3, as before the workloads
 // were read).
-func (o *targetOptions) predictError(runCtx, ctx context.Context, err error) error {
+func (o *session) predictError(runCtx, ctx context.Context, err error) error {
 	switch {
 	case runCtx.Err() != nil:
 		return withExitCode(ExitPending, errors.New("interrupted before the bindings and clusters were read; nothing was predicted, and plan writes nothing"))
@@ -288,14 +288,14 @@ func (o *targetOptions) predictError(runCtx, ctx context.Context, err error) err
 
 // hasOvercommitGate reports whether karmada-scheduler's release may have the
 // SchedulingOvercommitProtection feature gate (v1.18 and newer).
-func (o *targetOptions) hasOvercommitGate() bool {
+func (o *session) hasOvercommitGate() bool {
 	info, err := o.karmadaRelease()
 	gate := info.SchedulerRemembersRecentPlacements()
 	return err != nil || !gate.Known || gate.Yes
 }
 
 // predictSource is where predict reads the bindings and clusters from.
-func (o *targetOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
+func (o *session) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))

@@ -522,7 +522,7 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 
 // engine builds the run's engine: a Karmada client whose answers feed the
 // server clock, and the command's way of explaining errors.
-func (o *targetOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
+func (o *session) engine(mapper meta.RESTMapper) (*run.Engine, error) {
 	config, err := o.factory.ToRESTConfig()
 	if err != nil {
 		return nil, withExitCode(ExitError, o.kubeconfigError(err))
@@ -547,7 +547,7 @@ func (o *targetOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
 
 // checkRebalancerServed makes sure the control plane serves
 // WorkloadRebalancers before a recorded run.
-func (o *targetOptions) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
+func (o *session) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
 	checkCtx, cancel := deadlineContext(ctx, o.deadline)
 	defer cancel()
 	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
@@ -591,7 +591,7 @@ func (o *RebalanceOptions) exitCode(result *run.Result, err error, recorded bool
 // quietenClientLogs keeps client-go's internal logging off the terminal
 // unless -v asks for it (setupClientLogs). Warnings the API server sends with
 // its answers still go to stderr, as in kubectl.
-func (o *targetOptions) quietenClientLogs() {
+func (o *session) quietenClientLogs() {
 	setupClientLogs(o.ErrOut)
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
 }
@@ -607,7 +607,7 @@ func (o *targetOptions) printNothingFound() {
 }
 
 // contextName names the kubeconfig context in use, for messages.
-func (o *targetOptions) contextName() string { return contextName(o.ConfigFlags) }
+func (o *session) contextName() string { return contextName(o.ConfigFlags) }
 
 // contextName names the kubeconfig context cf uses, for messages.
 func contextName(cf *genericclioptions.ConfigFlags) string {
@@ -622,7 +622,7 @@ func contextName(cf *genericclioptions.ConfigFlags) string {
 }
 
 // serverURL names the API server in use, for messages.
-func (o *targetOptions) serverURL() string {
+func (o *session) serverURL() string {
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil || config.Host == "" {
 		return "unknown server"
@@ -633,7 +633,7 @@ func (o *targetOptions) serverURL() string {
 // failureEvents reads the scheduler's failure events from the Karmada
 // apiserver. Without it (no client could be made), a binding that was failing
 // before its trigger is only reported when the run ends.
-func (o *targetOptions) failureEvents() rebalance.FailureEvents {
+func (o *session) failureEvents() rebalance.FailureEvents {
 	kube, err := o.factory.KubernetesClientSet()
 	if err != nil {
 		return nil

@@ -162,7 +162,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	defer cancel()
 	found, err := o.recoverer.Find(reqCtx, o.namespace, o.AllNamespaces)
 	if err != nil {
-		base := &targetOptions{ConfigFlags: o.configFlags, guard: o.guard}
+		base := &session{ConfigFlags: o.configFlags, guard: o.guard}
 		if ctx.Err() != nil {
 			return withExitCode(ExitError, errors.New("interrupted before the Karmada apiserver answered; nothing was recovered"))
 		}
