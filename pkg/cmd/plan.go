@@ -11,7 +11,6 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
-	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -284,43 +283,6 @@ func (o *session) predictError(runCtx, ctx context.Context, err error) error {
 			o.Timeout, o.serverURL(), o.contextName(), describeRequest(o.guard.lastFailed())))
 	}
 	return err
-}
-
-// hasOvercommitGate reports whether karmada-scheduler's release may have the
-// SchedulingOvercommitProtection feature gate (v1.18 and newer).
-func (o *session) hasOvercommitGate() bool {
-	info, err := o.karmadaRelease()
-	gate := info.SchedulerRemembersRecentPlacements()
-	return err != nil || !gate.Known || gate.Yes
-}
-
-// predictSource is where predict reads the bindings and clusters from.
-func (o *session) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
-	config, err := o.factory.ToRESTConfig()
-	if err != nil {
-		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	client, err := karmadaclient.NewForConfig(config)
-	if err != nil {
-		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	source := predict.Source{Karmada: client, Work: client.WorkV1alpha2().RESTClient(), Estimator: mode}
-	if mode != predict.EstimatorDisabled {
-		members, err := o.memberReader()
-		if err != nil {
-			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-		}
-		source.Members = members
-	}
-	if mode == predict.EstimatorAuto {
-		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
-			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-		}
-		if source.Host, err = o.hostClient(o.HostContext != defaultHostContext); err != nil {
-			return predict.Source{}, withExitCode(ExitError, err)
-		}
-	}
-	return source, nil
 }
 
 // predict reads the bindings and clusters of targets (or takes those read

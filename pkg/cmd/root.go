@@ -1,9 +1,12 @@
 // Package cmd holds the cobra commands of kubectl-rebalance: each turns its
 // flags into a request, hands it to the package that does the work (pkg/run,
 // pkg/deschedule, pkg/failback, pkg/predict, pkg/record) and prints the
-// result with its exit code. It owns resolving arguments and files into
-// workloads (cli-runtime) and the clients and error messages of the server a
-// command talks to.
+// result with its exit code. It owns two things besides: the targets
+// (targetOptions, targets.go: arguments and files resolved into workloads
+// with cli-runtime) and the session of the server a command talks to
+// (session, session*.go: its clients, request guard, release, estimators and
+// the error messages that name it), built once per command as kubectl's
+// cmdutil.Factory.
 package cmd
 
 import (

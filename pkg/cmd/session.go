@@ -1,21 +1,32 @@
 package cmd
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
+
+	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
+	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/run"
 )
 
 // session is what a command holds of the Karmada apiserver it talks to,
@@ -144,3 +155,179 @@ func (b *builtConfig) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, e
 func (b *builtConfig) ToRESTMapper() (meta.RESTMapper, error) { return b.mapper() }
 
 func (b *builtConfig) ToRawKubeConfigLoader() clientcmd.ClientConfig { return b.loader }
+
+// contextName names the kubeconfig context in use, for messages.
+func (o *session) contextName() string { return contextName(o.ConfigFlags) }
+
+// contextName names the kubeconfig context cf uses, for messages.
+func contextName(cf *genericclioptions.ConfigFlags) string {
+	if name := *cf.Context; name != "" {
+		return name
+	}
+	raw, err := cf.ToRawKubeConfigLoader().RawConfig()
+	if err != nil || raw.CurrentContext == "" {
+		return "<none>"
+	}
+	return raw.CurrentContext
+}
+
+// serverURL names the API server in use, for messages.
+func (o *session) serverURL() string {
+	config, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil || config.Host == "" {
+		return "unknown server"
+	}
+	return config.Host
+}
+
+// engine builds the run's engine: a Karmada client whose answers feed the
+// server clock, and the command's way of explaining errors.
+func (o *session) engine(mapper meta.RESTMapper) (*run.Engine, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	client, clock, err := run.NewClockedClient(config)
+	if err != nil {
+		return nil, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	return &run.Engine{
+		Karmada:        client,
+		Clock:          clock,
+		Failures:       o.failureEvents(),
+		Explain:        o.apiError,
+		ExplainMissing: o.explainMissingBinding(mapper),
+		Release:        o.karmadaRelease,
+		// Read when called: the error catalogue replaces deadlineContext.
+		WithDeadline: func(ctx context.Context, d time.Time) (context.Context, context.CancelFunc) {
+			return deadlineContext(ctx, d)
+		},
+	}, nil
+}
+
+// failureEvents reads the scheduler's failure events from the Karmada
+// apiserver. Without it (no client could be made), a binding that was failing
+// before its trigger is only reported when the run ends.
+func (o *session) failureEvents() rebalance.FailureEvents {
+	kube, err := o.factory.KubernetesClientSet()
+	if err != nil {
+		return nil
+	}
+	return rebalance.NewFailureEvents(kube)
+}
+
+// checkRebalancerServed makes sure the control plane serves
+// WorkloadRebalancers before a recorded run.
+func (o *session) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
+	checkCtx, cancel := deadlineContext(ctx, o.deadline)
+	defer cancel()
+	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
+	switch {
+	case err == nil:
+		return nil
+	case meta.IsNoMatchError(err):
+		return withExitCode(ExitError, o.rebalancerNotServed())
+	}
+	return o.startupError(ctx, checkCtx, withExitCode(ExitError, o.apiError(err)))
+}
+
+// quietenClientLogs keeps client-go's internal logging off the terminal
+// unless -v asks for it (setupClientLogs). Warnings the API server sends with
+// its answers still go to stderr, as in kubectl.
+func (o *session) quietenClientLogs() {
+	setupClientLogs(o.ErrOut)
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
+}
+
+// predictSource is where predict reads the bindings and clusters from.
+func (o *session) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	client, err := karmadaclient.NewForConfig(config)
+	if err != nil {
+		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
+	}
+	source := predict.Source{Karmada: client, Work: client.WorkV1alpha2().RESTClient(), Estimator: mode}
+	if mode != predict.EstimatorDisabled {
+		members, err := o.memberReader()
+		if err != nil {
+			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
+		}
+		source.Members = members
+	}
+	if mode == predict.EstimatorAuto {
+		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
+			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
+		}
+		if source.Host, err = o.hostClient(o.HostContext != defaultHostContext); err != nil {
+			return predict.Source{}, withExitCode(ExitError, err)
+		}
+	}
+	return source, nil
+}
+
+// hasOvercommitGate reports whether karmada-scheduler's release may have the
+// SchedulingOvercommitProtection feature gate (v1.18 and newer).
+func (o *session) hasOvercommitGate() bool {
+	info, err := o.karmadaRelease()
+	gate := info.SchedulerRemembersRecentPlacements()
+	return err != nil || !gate.Known || gate.Yes
+}
+
+// memberReader reads the members' nodes and pods through the Karmada
+// cluster proxy and the member contexts.
+func (o *session) memberReader() (*estimate.Reader, error) {
+	config, err := o.factory.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	contexts, err := o.memberContexts()
+	if err != nil {
+		return nil, err
+	}
+	return &estimate.Reader{Karmada: config, Kubeconfig: contexts, KubeconfigFlag: "--" + memberKubeconfigFlag, Configure: func(c *rest.Config) { o.clientConfig(c) }}, nil
+}
+
+// memberContexts is the kubeconfig whose contexts name the members.
+func (o *session) memberContexts() (*clientcmdapi.Config, error) {
+	if o.MemberKubeconfig == "" {
+		raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
+		if err != nil {
+			return nil, err
+		}
+		return &raw, nil
+	}
+	raw, err := clientcmd.LoadFromFile(o.MemberKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read --%s %s: %w", memberKubeconfigFlag, o.MemberKubeconfig, err)
+	}
+	return raw, nil
+}
+
+// hostClient is a client of the host cluster for auto detection: nil when
+// detection is not asked for, or when the kubeconfig has no context named
+// by the default --host-context. A --host-context given but missing is an
+// error.
+func (o *session) hostClient(explicit bool) (kubernetes.Interface, error) {
+	if predict.EstimatorMode(o.Estimator) != predict.EstimatorAuto || o.HostContext == "" {
+		return nil, nil
+	}
+	raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := raw.Contexts[o.HostContext]; !ok {
+		if explicit {
+			return nil, fmt.Errorf("--%s %q: no such context in the kubeconfig; name the context of the cluster that runs karmada-scheduler, or say --scheduler-estimator=enabled or disabled", hostContextFlag, o.HostContext)
+		}
+		return nil, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, o.HostContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--%s %q: %w", hostContextFlag, o.HostContext, err)
+	}
+	o.clientConfig(cfg)
+	return kubernetes.NewForConfig(cfg)
+}
