@@ -236,7 +236,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	// Once the types are mapped, what predicting reads is read while the
 	// workloads are resolved, where their namespace is known already.
 	t.mapped = func(mapper meta.RESTMapper) { t.ahead = t.startReadAhead(ctx, mapper, source) }
-	defer func() { t.ahead.stop() }()
+	defer func() { t.ahead.Stop() }()
 	_, resolved, err := t.startup(ctx)
 	if err != nil {
 		return err
@@ -289,7 +289,7 @@ func (o *session) predictError(runCtx, ctx context.Context, err error) error {
 // ahead, o.ahead) and predicts them. It fails when --clusters names a
 // cluster the control plane does not have.
 func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
-	in, ok, err := o.ahead.input(ctx, targets, o.AllNamespaces)
+	in, ok, err := o.ahead.Input(ctx, targets, o.AllNamespaces)
 	if !ok {
 		source, serr := o.predictSource(mode)
 		if serr != nil {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
@@ -37,7 +38,7 @@ type targetOptions struct {
 	mapped func(meta.RESTMapper)
 	// ahead is what plan reads while the workloads are resolved; nil
 	// where their scope is not known before.
-	ahead *readAhead
+	ahead *predict.ReadAhead
 	// stdin is what -f - read from standard input, once, before the
 	// API server was asked anything.
 	stdin []byte
