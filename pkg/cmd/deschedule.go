@@ -117,7 +117,7 @@ var (
 		kubectl rebalance deschedule -A --estimator kubeconfig --member-kubeconfig ~/.kube/members
 
 		# Run as a daemon with leader election, metrics and probes, like karmada-descheduler
-		kubectl rebalance deschedule -A --descheduling-interval 2m --metrics-bind-address :8080 --health-probe-bind-address :10358 --logging-format json
+		kubectl rebalance deschedule -A --interval 2m --metrics-bind-address :8080 --health-probe-bind-address :10358 --logging-format json
 
 		# Keep the pass result as JSON
 		kubectl rebalance deschedule -A -o json > pass.json`)
