@@ -4,9 +4,10 @@
 // result with its exit code. It owns two things besides: the targets
 // (targetOptions, targets.go: arguments and files resolved into workloads
 // with cli-runtime) and the session of the server a command talks to
-// (session, session*.go: its clients, request guard, release, estimators and
-// the error messages that name it), built once per command as kubectl's
-// cmdutil.Factory.
+// (session, session.go: its clients, request guard, release and estimators),
+// built once per command as kubectl's cmdutil.Factory. The session's
+// messages that name the server are in errors.go; its methods that serve one
+// step (start-up, events, moves) sit with that step.
 package cmd
 
 import (
