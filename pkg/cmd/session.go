@@ -9,7 +9,6 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -97,7 +96,7 @@ const (
 )
 
 // clientConfig applies the rate limits and the request guard to c, for
-// every client of these targets.
+// every client of the session.
 func (o *session) clientConfig(c *rest.Config) *rest.Config {
 	c.QPS, c.Burst = o.QPS, o.Burst
 	return o.guard.wrapConfig(c)
