@@ -117,7 +117,7 @@ var (
 		kubectl rebalance deschedule -A --estimator kubeconfig --member-kubeconfig ~/.kube/members
 
 		# Run as a daemon with leader election, metrics and probes, like karmada-descheduler
-		kubectl rebalance deschedule -A --descheduling-interval 2m --metrics-bind-address :8080 --health-probe-bind-address :10358 --logging-format json
+		kubectl rebalance deschedule -A --interval 2m --metrics-bind-address :8080 --health-probe-bind-address :10358 --logging-format json
 
 		# Keep the pass result as JSON
 		kubectl rebalance deschedule -A -o json > pass.json`)
@@ -288,15 +288,7 @@ func NewCmdDeschedule(streams genericiooptions.IOStreams) *cobra.Command {
 		ValidArgsFunction:     cobra.NoFileCompletions,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, o.Complete, withoutArgs(o.Validate)),
 	}
 	o.AddFlags(cmd)
 	return cmd

@@ -25,12 +25,12 @@ import (
 
 // apiError rewrites an error from the API server, or from trying to reach
 // it, into a message that says what went wrong and what to do.
-func (o *targetOptions) apiError(err error) error {
+func (o *session) apiError(err error) error {
 	return o.endpoint().explain(err)
 }
 
 // endpoint names the API server of the command, for messages.
-func (o *targetOptions) endpoint() endpoint {
+func (o *session) endpoint() endpoint {
 	return endpoint{context: o.contextName(), server: o.serverURL(), guard: o.guard}
 }
 
@@ -284,7 +284,7 @@ func (o *targetOptions) inputError(err error) error {
 }
 
 // kubeconfigError rewrites a problem with the kubeconfig itself.
-func (o *targetOptions) kubeconfigError(err error) error {
+func (o *session) kubeconfigError(err error) error {
 	return kubeconfigError(o.ConfigFlags, err)
 }
 
@@ -310,7 +310,7 @@ func kubeconfigError(cf *genericclioptions.ConfigFlags, err error) error {
 // explainMissingBinding tells why a workload has no binding: either the
 // template does not exist, or no policy has propagated it. It costs one GET,
 // paid only for workloads whose binding is missing.
-func (o *targetOptions) explainMissingBinding(mapper meta.RESTMapper) func(context.Context, rebalance.Target) string {
+func (o *session) explainMissingBinding(mapper meta.RESTMapper) func(context.Context, rebalance.Target) string {
 	// One client for all the workloads, made only if one needs it.
 	dynamicClient := sync.OnceValues(o.factory.DynamicClient)
 	return func(ctx context.Context, t rebalance.Target) string {

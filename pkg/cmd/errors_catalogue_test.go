@@ -540,6 +540,13 @@ func TestHelpLikeKubectl(t *testing.T) {
 		assert.Contains(t, options, flag)
 	}
 	assert.Contains(t, options, "0, the default, sets no limit of its own: kubectl rebalance, plan and get bound their requests by their --timeout; deschedule, and the failback daemon's own requests (clusters, records, events, the Lease), give up on a request after 1m.")
+
+	// --help says what the command is and prints the same list.
+	code, optionsHelp, _ := runRebalance(t, "options", "--help")
+	require.Equal(t, ExitOK, code)
+	assert.True(t, strings.HasPrefix(optionsHelp, "Print the list of flags inherited by all commands"), optionsHelp)
+	assert.Contains(t, optionsHelp, "kubectl rebalance options\n")
+	assert.Contains(t, optionsHelp, options)
 }
 
 // syncBuffer is a buffer a daemon's goroutines may write to.

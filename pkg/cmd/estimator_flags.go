@@ -4,12 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/estimate"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 )
 
@@ -64,60 +59,4 @@ func (o estimatorOptions) validateEstimator() error {
 		return nil
 	}
 	return fmt.Errorf("invalid --scheduler-estimator %q: use auto, enabled or disabled", o.Estimator)
-}
-
-// memberReader reads the members' nodes and pods through the Karmada
-// cluster proxy and the member contexts.
-func (o *targetOptions) memberReader() (*estimate.Reader, error) {
-	config, err := o.factory.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	contexts, err := o.memberContexts()
-	if err != nil {
-		return nil, err
-	}
-	return &estimate.Reader{Karmada: config, Kubeconfig: contexts, KubeconfigFlag: "--" + memberKubeconfigFlag, Configure: func(c *rest.Config) { o.ConfigFlags.WrapConfigFn(c) }}, nil
-}
-
-// memberContexts is the kubeconfig whose contexts name the members.
-func (o *targetOptions) memberContexts() (*clientcmdapi.Config, error) {
-	if o.MemberKubeconfig == "" {
-		raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
-		if err != nil {
-			return nil, err
-		}
-		return &raw, nil
-	}
-	raw, err := clientcmd.LoadFromFile(o.MemberKubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("read --%s %s: %w", memberKubeconfigFlag, o.MemberKubeconfig, err)
-	}
-	return raw, nil
-}
-
-// hostClient is a client of the host cluster for auto detection: nil when
-// detection is not asked for, or when the kubeconfig has no context named
-// by the default --host-context. A --host-context given but missing is an
-// error.
-func (o *targetOptions) hostClient(explicit bool) (kubernetes.Interface, error) {
-	if predict.EstimatorMode(o.Estimator) != predict.EstimatorAuto || o.HostContext == "" {
-		return nil, nil
-	}
-	raw, err := o.factory.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := raw.Contexts[o.HostContext]; !ok {
-		if explicit {
-			return nil, fmt.Errorf("--%s %q: no such context in the kubeconfig; name the context of the cluster that runs karmada-scheduler, or say --scheduler-estimator=enabled or disabled", hostContextFlag, o.HostContext)
-		}
-		return nil, nil
-	}
-	cfg, err := clientcmd.NewNonInteractiveClientConfig(raw, o.HostContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--%s %q: %w", hostContextFlag, o.HostContext, err)
-	}
-	o.ConfigFlags.WrapConfigFn(cfg)
-	return kubernetes.NewForConfig(cfg)
 }

@@ -3,7 +3,6 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +12,8 @@ import (
 	"sync"
 	"time"
 
-	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -152,10 +149,13 @@ type FailbackOptions struct {
 
 	// Set by Complete.
 	configFlags *genericclioptions.ConfigFlags
-	configArgs  []string
-	namespace   string
-	restConfig  *rest.Config
-	logger      *slog.Logger
+	// kubeConfig is the client config the kubeconfig flags give, before
+	// the daemon's own settings: each failback's run builds its clients
+	// from it (newTargetOptionsForConfig).
+	kubeConfig *rest.Config
+	namespace  string
+	restConfig *rest.Config
+	logger     *slog.Logger
 	// guard bounds the daemon's requests by its shutdown budget once a
 	// signal came; it leaves their ends to their contexts until then.
 	guard *requestGuard
@@ -178,6 +178,7 @@ func NewFailbackOptions(streams genericiooptions.IOStreams) *FailbackOptions {
 		QPS:                 defaultDescheduleQPS,
 		Burst:               defaultDescheduleBurst,
 		daemonFlags:         newDaemonFlags(defaultFailbackLeaseName),
+		configFlags:         genericclioptions.NewConfigFlags(true),
 		IOStreams:           streams,
 	}
 }
@@ -194,15 +195,7 @@ func NewCmdFailback(streams genericiooptions.IOStreams) *cobra.Command {
 		ValidArgsFunction:     cobra.NoFileCompletions,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, o.Complete, withoutArgs(o.Validate)),
 	}
 	o.AddFlags(cmd)
 	cmd.AddCommand(NewCmdFailbackStatus(streams))
@@ -248,7 +241,6 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 		*o.configFlags.Context = f.Value.String()
 	}
-	o.configArgs = forwardedConfigArgs(o.configFlags)
 	mode, err := dryRunMode(o.DryRunFlag, o.ErrOut)
 	if err != nil {
 		return cmdutil.UsageErrorf(cmd, "%v", err)
@@ -265,11 +257,11 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.AllNamespaces {
 		o.namespace = ""
 	}
-	o.restConfig, err = o.configFlags.ToRESTConfig()
+	o.kubeConfig, err = o.configFlags.ToRESTConfig()
 	if err != nil {
 		return kubeconfigError(o.configFlags, err)
 	}
-	o.restConfig = rest.CopyConfig(o.restConfig)
+	o.restConfig = rest.CopyConfig(o.kubeConfig)
 	o.restConfig.QPS, o.restConfig.Burst = o.QPS, o.Burst
 	o.restConfig.UserAgent = failback.EventComponent + "/" + version.Get().Version
 	if o.restConfig.Timeout == 0 {
@@ -279,33 +271,6 @@ func (o *FailbackOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.restConfig = o.guard.wrapConfigOutlivingRun(o.restConfig)
 	o.logger, err = newLogger(o.ErrOut, o.LogFormat)
 	return err
-}
-
-// forwardedConfigArgs turns the kubeconfig flags set on the command line
-// into arguments, parsed again into the kubeconfig flags of each failback's
-// run, so that every failback gets clients of its own (its own request
-// guard and rate limits) to the same server.
-func forwardedConfigArgs(cf *genericclioptions.ConfigFlags) []string {
-	// AddFlags takes the current values as defaults, so the values are
-	// compared with those of fresh flags instead.
-	defaults := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
-	genericclioptions.NewConfigFlags(true).AddFlags(defaults)
-	own := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
-	cf.AddFlags(own)
-	var args []string
-	own.VisitAll(func(f *pflag.Flag) {
-		if d := defaults.Lookup(f.Name); d != nil && d.Value.String() == f.Value.String() {
-			return
-		}
-		if slice, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range slice.GetSlice() {
-				args = append(args, "--"+f.Name+"="+v)
-			}
-			return
-		}
-		args = append(args, "--"+f.Name+"="+f.Value.String())
-	})
-	return args
 }
 
 // Validate checks that the flags make sense together.
@@ -499,79 +464,49 @@ type failbackRunner struct {
 // selector of the daemon, or, resumed, the workloads its record planned
 // (failback.PlannedAnnotation; those the record lists already are not
 // triggered again), or, on a record without that list, the workloads it
-// lists. The second result is the manifest file of the planned workloads,
-// to remove once they are resolved ("" when there is none).
-func (r *failbackRunner) targets(ctx context.Context, req failback.Request, streams genericiooptions.IOStreams) (*targetOptions, string, error) {
+// lists. Its clients are its own, built from the daemon's kubeconfig.
+func (r *failbackRunner) targets(ctx context.Context, req failback.Request, streams genericiooptions.IOStreams) *targetOptions {
 	o := r.o
-	t := newTargetOptions(streams)
-	// The daemon's kubeconfig flags, as if given to kubectl rebalance.
-	flags := pflag.NewFlagSet("kubeconfig", pflag.ContinueOnError)
-	t.ConfigFlags.AddFlags(flags)
-	if err := flags.Parse(o.configArgs); err != nil {
-		return nil, "", fmt.Errorf("cannot use the kubeconfig flags %q: %w", o.configArgs, err)
+	var planned []rebalance.Workload
+	if req.Resume {
+		planned = r.planned(ctx, req.Name)
 	}
-	t.factory = cmdutil.NewFactory(cmdutil.NewMatchVersionFlags(t.ConfigFlags))
+	t := newTargetOptionsForConfig(streams, o.configFlags, o.kubeConfig, planned)
 	t.QPS, t.Burst = o.QPS, o.Burst
 	// The selection is predicted as karmada-scheduler sizes the members.
 	t.estimatorOptions = o.estimatorOptions
 	t.Namespace = o.namespace
-	if req.Resume {
-		if file, ok := r.plannedManifest(ctx, req.Name); ok {
-			t.Filenames = []string{file}
-			return t, file, nil
-		}
+	switch {
+	case planned != nil:
+	case req.Resume:
 		t.Args = []string{"workloadrebalancer/" + req.Name}
-		return t, "", nil
+	default:
+		t.Args = []string{strings.Join(o.Kinds, ",")}
+		t.AllNamespaces = o.AllNamespaces
+		t.LabelSelector = o.LabelSelector
+		t.All = o.LabelSelector == ""
+		t.skip = func(annotations map[string]string) bool { return annotations[failback.SkipAnnotation] == "true" }
 	}
-	t.Args = []string{strings.Join(o.Kinds, ",")}
-	t.AllNamespaces = o.AllNamespaces
-	t.LabelSelector = o.LabelSelector
-	t.All = o.LabelSelector == ""
-	t.skip = func(annotations map[string]string) bool { return annotations[failback.SkipAnnotation] == "true" }
-	return t, "", nil
+	return t
 }
 
-// plannedManifest writes the workloads the record name planned as a
-// WorkloadRebalancer manifest in a temporary file, which resolves them as
-// `kubectl rebalance -f` does. false: the record cannot be read or plans
-// nothing it does not list.
-func (r *failbackRunner) plannedManifest(ctx context.Context, name string) (string, bool) {
+// planned returns the workloads the record name planned; nil when the
+// record cannot be read or plans nothing it does not list.
+func (r *failbackRunner) planned(ctx context.Context, name string) []rebalance.Workload {
 	if r.o.restConfig == nil {
-		return "", false
+		return nil
 	}
 	karmada, err := karmadaclient.NewForConfig(r.o.restConfig)
 	if err != nil {
-		return "", false
+		return nil
 	}
 	rb, err := karmada.AppsV1alpha1().WorkloadRebalancers().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		r.log.Warn("cannot read the failback record; resuming the workloads it lists", "record", name, "err", err)
-		return "", false
+		return nil
 	}
-	planned, ok := failback.Planned(rb)
-	if !ok {
-		return "", false
-	}
-	manifest := &appsv1alpha1.WorkloadRebalancer{
-		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1alpha1.SchemeGroupVersion.String(), Kind: appsv1alpha1.ResourceKindWorkloadRebalancer},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       appsv1alpha1.WorkloadRebalancerSpec{Workloads: planned},
-	}
-	data, err := json.Marshal(manifest)
-	if err != nil {
-		return "", false
-	}
-	f, err := os.CreateTemp("", "failback-planned-*.json")
-	if err != nil {
-		r.log.Warn("cannot write the planned workloads of the failback record; resuming the workloads it lists", "record", name, "err", err)
-		return "", false
-	}
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
-		_ = os.Remove(f.Name())
-		return "", false
-	}
-	return f.Name(), true
+	planned, _ := failback.Planned(rb)
+	return planned
 }
 
 // request is the run of a failback: the daemon's waves, recorded under the
@@ -635,24 +570,12 @@ func (r *failbackRunner) Failback(ctx context.Context, req failback.Request) (*f
 // as its rows.
 func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, out *logLines, report *failback.Report) (bool, error) {
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
-	t, planned, err := r.targets(ctx, req, streams)
-	if err != nil {
-		return false, err
-	}
-	if planned != "" {
-		defer os.Remove(planned)
-	}
+	t := r.targets(ctx, req, streams)
 	r.log.Debug("rebalancing", "cluster", req.Cluster, "record", req.Name, "workloads", t.Args, "resume", req.Resume)
 	t.deadline = time.Now().Add(t.Timeout)
 	mapper, resolved, err := t.startup(ctx)
 	if err != nil {
 		return false, failbackError(err)
-	}
-	if planned != "" {
-		// The planned workloads are a selection resumed under the record's
-		// name, not a manifest to apply: the record keeps growing as they
-		// start, and those it lists are not triggered again.
-		resolved.Rebalancers = nil
 	}
 	if !req.Resume {
 		if !req.All {
@@ -727,7 +650,7 @@ func (r *failbackRunner) rebalance(ctx context.Context, req failback.Request, ou
 }
 
 // mover gives the failback's run kubectl rebalance's make-before-break
-// mover (built by the same targetOptions.handoverMover), and says in the
+// mover (built by the same session.handoverMover), and says in the
 // log how its workloads move: made before break with the daemon's budget,
 // or in one write and why. It returns why every workload moves in one
 // write ("" when they go through the mover). A dry run moves nothing.

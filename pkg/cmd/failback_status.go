@@ -112,12 +112,7 @@ func NewCmdFailbackStatus(streams genericiooptions.IOStreams) *cobra.Command {
 		ValidArgsFunction:     cobra.NoFileCompletions,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, o.Complete),
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
@@ -355,19 +350,21 @@ var failbackRecordColumns = []metav1.TableColumnDefinition{
 func (o *FailbackStatusOptions) printTables(s *FailbackStatus, now time.Time) error {
 	wide := o.OutputFormat == "wide"
 	printed := false
-	printOne := func(table *metav1.Table) error {
-		if len(table.Rows) == 0 {
+	printOne := func(table *rbprinters.Table) error {
+		if table.Len() == 0 {
 			return nil
 		}
 		if printed {
 			fmt.Fprintln(o.Out)
 		}
 		printed = true
-		return printTable(o.Out, table, wide, o.NoHeaders)
+		return table.Print(o.Out, wide, o.NoHeaders)
 	}
 
-	clusters := &metav1.Table{ColumnDefinitions: failbackClusterColumns}
-	displaced := &metav1.Table{ColumnDefinitions: failbackDisplacedColumns}
+	// Clusters and failback records are cluster-scoped, and the displaced
+	// table names the namespace in its own column: no namespace column.
+	clusters := rbprinters.NewTable(failbackClusterColumns, metav1.TableColumnDefinition{}, false)
+	displaced := rbprinters.NewTable(failbackDisplacedColumns, metav1.TableColumnDefinition{}, false)
 	var cut []string
 	for _, c := range s.Clusters {
 		left := "<none>"
@@ -381,29 +378,23 @@ func (o *FailbackStatusOptions) printTables(s *FailbackStatus, now time.Time) er
 		if c.LastFailback != nil {
 			last = c.LastFailback.UTC().Format(time.RFC3339)
 		}
-		clusters.Rows = append(clusters.Rows, metav1.TableRow{Cells: []interface{}{
-			c.Name, c.State, ageText(c.Since, now), left, c.Displaced, noneIfEmpty(c.Detail), c.Evicting, noneIfEmpty(c.Recovery), last,
-		}})
+		clusters.AddRow("", c.Name, c.State, ageText(c.Since, now), left, c.Displaced, noneIfEmpty(c.Detail), c.Evicting, noneIfEmpty(c.Recovery), last)
 		for _, w := range c.Workloads {
-			displaced.Rows = append(displaced.Rows, metav1.TableRow{Cells: []interface{}{
-				c.Name, noneIfEmpty(w.Workload.Namespace), rbprinters.WorkloadName(w.Workload), yesNo(w.Evicting), w.Binding,
-			}})
+			displaced.AddRow("", c.Name, noneIfEmpty(w.Workload.Namespace), rbprinters.WorkloadName(w.Workload), yesNo(w.Evicting), w.Binding)
 		}
 		if len(c.Workloads) < c.Displaced {
 			cut = append(cut, fmt.Sprintf("%s: %d of %d", c.Name, len(c.Workloads), c.Displaced))
 		}
 	}
-	records := &metav1.Table{ColumnDefinitions: failbackRecordColumns}
+	records := rbprinters.NewTable(failbackRecordColumns, metav1.TableColumnDefinition{}, false)
 	for _, r := range s.Failbacks {
 		finished := "<none>"
 		if r.Finished != nil {
 			finished = r.Finished.UTC().Format(time.RFC3339)
 		}
-		records.Rows = append(records.Rows, metav1.TableRow{Cells: []interface{}{
-			r.Name, noneIfEmpty(r.Cluster), r.State, r.Workloads, r.Successful, r.Failed, r.Pending, ageText(r.Created, now), noneIfEmpty(r.Recovery), finished,
-		}})
+		records.AddRow("", r.Name, noneIfEmpty(r.Cluster), r.State, r.Workloads, r.Successful, r.Failed, r.Pending, ageText(r.Created, now), noneIfEmpty(r.Recovery), finished)
 	}
-	for _, t := range []*metav1.Table{clusters, displaced, records} {
+	for _, t := range []*rbprinters.Table{clusters, displaced, records} {
 		if err := printOne(t); err != nil {
 			return err
 		}
@@ -420,7 +411,7 @@ func (o *FailbackStatusOptions) printTables(s *FailbackStatus, now time.Time) er
 // requestError explains a failed read: the run's end, --timeout, or the
 // API server's answer (what names what could not be read).
 func (o *FailbackStatusOptions) requestError(ctx, reqCtx context.Context, err error, what string) error {
-	base := &targetOptions{ConfigFlags: o.configFlags, guard: o.guard}
+	base := &session{ConfigFlags: o.configFlags, guard: o.guard}
 	switch {
 	case ctx.Err() != nil:
 		return errors.New("interrupted before the Karmada apiserver answered; nothing was shown")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/failback"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/handover"
@@ -69,16 +70,17 @@ func TestFailbackRunRequest(t *testing.T) {
 	o.LabelSelector = "tier=web"
 	o.MaxFailures = 2
 	o.ProgressDeadline = time.Minute
-	o.configArgs = []string{"--kubeconfig=/k"}
+	o.configFlags = genericclioptions.NewConfigFlags(true)
+	*o.configFlags.KubeConfig = "/k"
+	o.kubeConfig = &rest.Config{Host: "https://karmada.example:5443", QPS: 5}
 	r := &failbackRunner{o: o}
 	name := failback.RecordName("member1", "0a1b2c3d")
 	fresh := failback.Request{Cluster: "member1", Key: "0a1b2c3d", Name: name}
 	web := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
 	resolved := &rebalance.Resolved{Targets: []rebalance.Target{web}}
 
-	targets, planned, err := r.targets(context.Background(), fresh, genericiooptions.NewTestIOStreamsDiscard())
-	require.NoError(t, err)
-	assert.Empty(t, planned)
+	targets := r.targets(context.Background(), fresh, genericiooptions.NewTestIOStreamsDiscard())
+	assert.Nil(t, targets.workloads)
 	assert.Equal(t, []string{"deployments.apps"}, targets.Args, "StatefulSets are opt-in")
 	assert.True(t, targets.AllNamespaces)
 	assert.Equal(t, "tier=web", targets.LabelSelector)
@@ -86,6 +88,11 @@ func TestFailbackRunRequest(t *testing.T) {
 	assert.Equal(t, "/k", *targets.ConfigFlags.KubeConfig)
 	assert.Equal(t, float32(40), targets.QPS)
 	assert.Equal(t, 60, targets.Burst)
+	config, err := targets.factory.ToRESTConfig()
+	require.NoError(t, err)
+	assert.Equal(t, "https://karmada.example:5443", config.Host, "the daemon's config, not read again")
+	assert.Equal(t, float32(40), config.QPS, "with the run's own rate limits")
+	assert.Equal(t, float32(5), o.kubeConfig.QPS, "on a copy")
 	require.NotNil(t, targets.skip)
 	assert.True(t, targets.skip(map[string]string{failback.SkipAnnotation: "true"}))
 	assert.False(t, targets.skip(nil))
@@ -100,9 +107,8 @@ func TestFailbackRunRequest(t *testing.T) {
 
 	resume := fresh
 	resume.Resume = true
-	targets, planned, err = r.targets(context.Background(), resume, genericiooptions.NewTestIOStreamsDiscard())
-	require.NoError(t, err)
-	assert.Empty(t, planned, "no record to read the planned workloads of")
+	targets = r.targets(context.Background(), resume, genericiooptions.NewTestIOStreamsDiscard())
+	assert.Nil(t, targets.workloads, "no record to read the planned workloads of")
 	assert.Equal(t, []string{"workloadrebalancer/" + name}, targets.Args)
 	assert.Nil(t, targets.skip, "the record lists its workloads")
 	fromRecord := &rebalance.Resolved{Targets: resolved.Targets, Rebalancers: []*appsv1alpha1.WorkloadRebalancer{{ObjectMeta: metav1.ObjectMeta{Name: name}}}}
@@ -116,19 +122,6 @@ func TestFailbackRunRequest(t *testing.T) {
 	assert.Equal(t, rebalance.DryRunClient, dry.DryRun)
 	assert.Zero(t, dry.Record)
 	assert.Nil(t, dry.Waves)
-}
-
-// TestForwardedConfigArgs checks that the kubeconfig flags given to the
-// daemon reach the rebalances it runs, and only those.
-func TestForwardedConfigArgs(t *testing.T) {
-	cf := genericclioptions.NewConfigFlags(true)
-	*cf.KubeConfig = "/etc/karmada/config/karmada.config"
-	*cf.Context = "karmada-apiserver"
-	*cf.Impersonate = "system:serviceaccount:karmada-system:kubectl-rebalance-failback"
-	*cf.ImpersonateGroup = []string{"a", "b"}
-	assert.ElementsMatch(t, []string{"--kubeconfig=/etc/karmada/config/karmada.config", "--context=karmada-apiserver",
-		"--as=system:serviceaccount:karmada-system:kubectl-rebalance-failback", "--as-group=a", "--as-group=b"}, forwardedConfigArgs(cf))
-	assert.Empty(t, forwardedConfigArgs(genericclioptions.NewConfigFlags(true)))
 }
 
 // TestFailbackKeepDisplaced: a failback narrows the selected workloads to
@@ -212,8 +205,7 @@ func TestFailbackMoveOptions(t *testing.T) {
 			web := rebalance.Target{Workload: rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}}
 			var log bytes.Buffer
 			streams := genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &log, ErrOut: &log}
-			targets, _, err := r.targets(context.Background(), req, streams)
-			require.NoError(t, err)
+			targets := r.targets(context.Background(), req, streams)
 			if tt.release != nil {
 				targets.releaseOnce.Do(func() { targets.release = *tt.release })
 			} else {
@@ -245,6 +237,53 @@ func TestFailbackMoveOptions(t *testing.T) {
 			assert.Equal(t, tt.budget, m.Budget)
 			assert.True(t, m.WaitReady, "a failback's waves wait for ready replicas (--wait-ready)")
 			require.NotNil(t, m.OneWrite)
+		})
+	}
+}
+
+// TestFailbackResumesPlannedWorkloads: a failback resumed with the
+// workloads its record planned resolves them as values, checked against
+// the server's types and never read or listed, under clients built from
+// the daemon's config; a workload of a kind the server does not serve is
+// named.
+func TestFailbackResumesPlannedWorkloads(t *testing.T) {
+	web := rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	tests := []struct {
+		name      string
+		workloads []rebalance.Workload
+		wantErr   string
+	}{
+		{name: "served kinds", workloads: []rebalance.Workload{web}},
+		{name: "a kind not served", workloads: []rebalance.Workload{web, {APIVersion: "apps/v1", Kind: "Gadget", Namespace: "shop", Name: "g"}},
+			wantErr: "workloads[1] (apps/v1 Gadget shop/g): the API server does not serve kind Gadget in apps/v1"},
+		{name: "a namespaced kind without namespace", workloads: []rebalance.Workload{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+			wantErr: "workloads[0] (apps/v1 Deployment web): Deployment is namespaced, so the entry needs a namespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newFakeServer(t)
+			cf := genericclioptions.NewConfigFlags(true)
+			*cf.KubeConfig = kubeconfigFor(t, s.URL)
+			config, err := cf.ToRESTConfig()
+			require.NoError(t, err)
+			targets := newTargetOptionsForConfig(genericiooptions.NewTestIOStreamsDiscard(), cf, config, tt.workloads)
+			targets.deadline = time.Now().Add(time.Minute)
+
+			_, resolved, err := targets.startup(context.Background())
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			want := make([]rebalance.Target, 0, len(tt.workloads))
+			for _, w := range tt.workloads {
+				want = append(want, rebalance.Target{Workload: w})
+			}
+			assert.Equal(t, &rebalance.Resolved{Targets: want}, resolved, "no manifest to apply comes with them")
+			for _, r := range s.requests() {
+				assert.NotContains(t, r, "/deployments", "planned workloads are not read")
+			}
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -112,12 +110,7 @@ func NewCmdGet(streams genericiooptions.IOStreams) *cobra.Command {
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runSteps(o.Run, o.Complete),
 	}
 	o.PrintFlags.AddFlags(cmd)
 	output := cmd.Flags().Lookup("output")
@@ -260,7 +253,7 @@ func isUnservedResource(err error) bool {
 
 // requestError explains a failed request in the words of `kubectl rebalance`.
 func (o *GetOptions) requestError(ctx, reqCtx context.Context, verb string, err error) error {
-	base := &targetOptions{ConfigFlags: o.ConfigFlags, guard: o.guard}
+	base := &session{ConfigFlags: o.ConfigFlags, guard: o.guard}
 	switch {
 	case ctx.Err() != nil:
 		return errors.New("interrupted before the Karmada apiserver answered; nothing was shown")
@@ -338,17 +331,17 @@ func (o *GetOptions) printList(list *appsv1alpha1.WorkloadRebalancerList) error 
 	switch o.OutputFormat {
 	case "", "wide":
 		now := o.now()
-		table := &metav1.Table{ColumnDefinitions: listColumns}
+		// WorkloadRebalancers are cluster-scoped: no namespace column.
+		table := rbprinters.NewTable(listColumns, metav1.TableColumnDefinition{}, false)
 		for i := range items {
 			rb := &items[i]
 			s := summarize(rb)
-			table.Rows = append(table.Rows, metav1.TableRow{Cells: []interface{}{
+			table.AddRow("",
 				rb.Name, s.workloads, s.successful, s.failed, s.pending,
 				finishedText(rb, now), ageText(rb.CreationTimestamp, now), ttlLeftText(rb, now),
-				fmt.Sprintf("%d/%d", rb.Status.ObservedGeneration, rb.Generation), ttlText(rb), finishTimeText(rb),
-			}})
+				fmt.Sprintf("%d/%d", rb.Status.ObservedGeneration, rb.Generation), ttlText(rb), finishTimeText(rb))
 		}
-		return printTable(o.Out, table, o.OutputFormat == "wide", o.NoHeaders)
+		return table.Print(o.Out, o.OutputFormat == "wide", o.NoHeaders)
 	case "name":
 		for i := range items {
 			if err := o.printer.PrintObj(printable(&items[i]), o.Out); err != nil {
@@ -376,8 +369,6 @@ var workloadColumns = []metav1.TableColumnDefinition{
 	{Name: "API-Version", Type: "string", Priority: 1, Description: "The workload's apiVersion."},
 }
 
-var getNamespaceColumn = metav1.TableColumnDefinition{Name: "Namespace", Type: "string", Description: "The workload's namespace; empty when cluster-scoped."}
-
 func (o *GetOptions) printOne(rb *appsv1alpha1.WorkloadRebalancer) error {
 	if o.OutputFormat != "" && o.OutputFormat != "wide" {
 		return o.printer.PrintObj(printable(rb), o.Out)
@@ -387,31 +378,18 @@ func (o *GetOptions) printOne(rb *appsv1alpha1.WorkloadRebalancer) error {
 	for _, w := range rb.Spec.Workloads {
 		inSpec[w] = true
 	}
-	withNamespace := false
-	for _, entry := range status.ObservedWorkloads {
-		if entry.Workload.Namespace != status.ObservedWorkloads[0].Workload.Namespace {
-			withNamespace = true
-		}
-	}
-	table := &metav1.Table{ColumnDefinitions: workloadColumns}
-	if withNamespace {
-		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{getNamespaceColumn}, workloadColumns...)
-	}
+	withNamespace := rbprinters.SpansNamespaces(status.ObservedWorkloads, func(e appsv1alpha1.ObservedWorkload) string { return e.Workload.Namespace })
+	table := rbprinters.NewTable(workloadColumns, rbprinters.WorkloadNamespaceColumn, withNamespace)
 	for _, entry := range status.ObservedWorkloads {
 		result := string(entry.Result)
 		if record.IsPending(entry) {
 			result = rbprinters.ResultPending
 		}
-		cells := []interface{}{
+		table.AddRow(entry.Workload.Namespace,
 			rbprinters.WorkloadName(entry.Workload), result, noneIfEmpty(string(entry.Reason)), yesNo(inSpec[entry.Workload]),
-			rebalance.BindingNameFor(entry.Workload), entry.Workload.APIVersion,
-		}
-		if withNamespace {
-			cells = append([]interface{}{entry.Workload.Namespace}, cells...)
-		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+			rebalance.BindingNameFor(entry.Workload), entry.Workload.APIVersion)
 	}
-	if err := printTable(o.Out, table, o.OutputFormat == "wide", o.NoHeaders); err != nil {
+	if err := table.Print(o.Out, o.OutputFormat == "wide", o.NoHeaders); err != nil {
 		return err
 	}
 
@@ -430,11 +408,6 @@ func (o *GetOptions) printOne(rb *appsv1alpha1.WorkloadRebalancer) error {
 	}
 	fmt.Fprintln(o.ErrOut, line)
 	return nil
-}
-
-func printTable(w io.Writer, table *metav1.Table, wide, noHeaders bool) error {
-	printer := printers.NewTablePrinter(printers.PrintOptions{Wide: wide, NoHeaders: noHeaders})
-	return printer.PrintObj(runtime.Object(table), w)
 }
 
 // finishedText is how long ago the rebalancer finished.

@@ -39,6 +39,13 @@ func NewCmdOptions(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.Out)
 	templates.UseOptionsTemplates(cmd)
+	// kubectl's options template has an empty help, so `options --help`
+	// would print nothing; it prints what the command is, its example and
+	// the list itself.
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		fmt.Fprintf(term.NewResponsiveWriter(c.OutOrStdout()), "%s\n\nExamples:\n%s\n\n", c.Long, c.Example)
+		_ = c.Usage()
+	})
 	return cmd
 }
 

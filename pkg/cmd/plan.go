@@ -11,7 +11,6 @@ import (
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
-	karmadaclient "github.com/karmada-io/karmada/pkg/generated/clientset/versioned"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,15 +134,9 @@ func NewCmdPlan(f cmdutil.Factory, root *RebalanceOptions, streams genericioopti
 		ValidArgsFunction:     completion.ResourceTypeAndNameCompletionFunc(f),
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(f, root, cmd, args); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			if err := o.Validate(cmd); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runSteps(o.Run,
+			func(cmd *cobra.Command, args []string) error { return o.Complete(f, root, cmd, args) },
+			func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) }),
 	}
 	flags := cmd.Flags()
 	cmdutil.AddFilenameOptionFlags(cmd, &targets.FilenameOptions, "identifying the workloads to predict, or a WorkloadRebalancer manifest whose workloads to predict.")
@@ -243,7 +236,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 	// Once the types are mapped, what predicting reads is read while the
 	// workloads are resolved, where their namespace is known already.
 	t.mapped = func(mapper meta.RESTMapper) { t.ahead = t.startReadAhead(ctx, mapper, source) }
-	defer func() { t.ahead.stop() }()
+	defer func() { t.ahead.Stop() }()
 	_, resolved, err := t.startup(ctx)
 	if err != nil {
 		return err
@@ -279,7 +272,7 @@ func (o *PlanOptions) Run(ctx context.Context) error {
 // the timeout that caused it, when one did: plan writes nothing, and the
 // user hears why nothing was predicted (exit 3, as before the workloads
 // were read).
-func (o *targetOptions) predictError(runCtx, ctx context.Context, err error) error {
+func (o *session) predictError(runCtx, ctx context.Context, err error) error {
 	switch {
 	case runCtx.Err() != nil:
 		return withExitCode(ExitPending, errors.New("interrupted before the bindings and clusters were read; nothing was predicted, and plan writes nothing"))
@@ -292,48 +285,11 @@ func (o *targetOptions) predictError(runCtx, ctx context.Context, err error) err
 	return err
 }
 
-// hasOvercommitGate reports whether karmada-scheduler's release may have the
-// SchedulingOvercommitProtection feature gate (v1.18 and newer).
-func (o *targetOptions) hasOvercommitGate() bool {
-	info, err := o.karmadaRelease()
-	gate := info.SchedulerRemembersRecentPlacements()
-	return err != nil || !gate.Known || gate.Yes
-}
-
-// predictSource is where predict reads the bindings and clusters from.
-func (o *targetOptions) predictSource(mode predict.EstimatorMode) (predict.Source, error) {
-	config, err := o.factory.ToRESTConfig()
-	if err != nil {
-		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	client, err := karmadaclient.NewForConfig(config)
-	if err != nil {
-		return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	source := predict.Source{Karmada: client, Work: client.WorkV1alpha2().RESTClient(), Estimator: mode}
-	if mode != predict.EstimatorDisabled {
-		members, err := o.memberReader()
-		if err != nil {
-			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-		}
-		source.Members = members
-	}
-	if mode == predict.EstimatorAuto {
-		if source.Kube, err = o.factory.KubernetesClientSet(); err != nil {
-			return predict.Source{}, withExitCode(ExitError, o.kubeconfigError(err))
-		}
-		if source.Host, err = o.hostClient(o.HostContext != defaultHostContext); err != nil {
-			return predict.Source{}, withExitCode(ExitError, err)
-		}
-	}
-	return source, nil
-}
-
 // predict reads the bindings and clusters of targets (or takes those read
 // ahead, o.ahead) and predicts them. It fails when --clusters names a
 // cluster the control plane does not have.
 func (o *targetOptions) predict(ctx context.Context, targets []rebalance.Target, sel predict.Selection, mode predict.EstimatorMode, opts predict.Options) ([]predict.Prediction, []*clusterv1alpha1.Cluster, error) {
-	in, ok, err := o.ahead.input(ctx, targets, o.AllNamespaces)
+	in, ok, err := o.ahead.Input(ctx, targets, o.AllNamespaces)
 	if !ok {
 		source, serr := o.predictSource(mode)
 		if serr != nil {

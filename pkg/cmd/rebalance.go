@@ -7,14 +7,12 @@ import (
 	"strings"
 	"time"
 
-	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/rest"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/kubectl/pkg/util/completion"
 	"k8s.io/kubectl/pkg/util/templates"
@@ -252,23 +250,22 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 
 // runE completes, validates and runs the options of a command built with f.
 func (o *RebalanceOptions) runE(f cmdutil.Factory) func(*cobra.Command, []string) error {
+	complete := func(cmd *cobra.Command, args []string) error {
+		o.typo = commandTypo(cmd, args)
+		err := o.Complete(f, cmd, args)
+		if err != nil && len(o.typo) > 0 {
+			// A likely typo explains more than the kubeconfig it could
+			// not be checked against.
+			return commandTypoError(cmd.CommandPath(), args, o.typo, false)
+		}
+		return err
+	}
+	steps := runSteps(o.Run, complete, func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) })
 	return func(cmd *cobra.Command, args []string) error {
 		if printHelpWhenBare(cmd, args) {
 			return nil
 		}
-		o.typo = commandTypo(cmd, args)
-		if err := o.Complete(f, cmd, args); err != nil {
-			if len(o.typo) > 0 {
-				// A likely typo explains more than the kubeconfig it
-				// could not be checked against.
-				return withExitCode(ExitError, commandTypoError(cmd.CommandPath(), args, o.typo, false))
-			}
-			return withExitCode(ExitError, err)
-		}
-		if err := o.Validate(cmd); err != nil {
-			return withExitCode(ExitError, err)
-		}
-		return o.Run(cmd.Context())
+		return steps(cmd, args)
 	}
 }
 
@@ -521,46 +518,6 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 	return req
 }
 
-// engine builds the run's engine: a Karmada client whose answers feed the
-// server clock, and the command's way of explaining errors.
-func (o *targetOptions) engine(mapper meta.RESTMapper) (*run.Engine, error) {
-	config, err := o.factory.ToRESTConfig()
-	if err != nil {
-		return nil, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	client, clock, err := run.NewClockedClient(config)
-	if err != nil {
-		return nil, withExitCode(ExitError, o.kubeconfigError(err))
-	}
-	return &run.Engine{
-		Karmada:        client,
-		Clock:          clock,
-		Failures:       o.failureEvents(),
-		Explain:        o.apiError,
-		ExplainMissing: o.explainMissingBinding(mapper),
-		Release:        o.karmadaRelease,
-		// Read when called: the error catalogue replaces deadlineContext.
-		WithDeadline: func(ctx context.Context, d time.Time) (context.Context, context.CancelFunc) {
-			return deadlineContext(ctx, d)
-		},
-	}, nil
-}
-
-// checkRebalancerServed makes sure the control plane serves
-// WorkloadRebalancers before a recorded run.
-func (o *targetOptions) checkRebalancerServed(ctx context.Context, mapper meta.RESTMapper) error {
-	checkCtx, cancel := deadlineContext(ctx, o.deadline)
-	defer cancel()
-	err := o.mapKind(checkCtx, mapper, rebalance.RebalancerGroupKind, appsv1alpha1.GroupVersion.Version)
-	switch {
-	case err == nil:
-		return nil
-	case meta.IsNoMatchError(err):
-		return withExitCode(ExitError, o.rebalancerNotServed())
-	}
-	return o.startupError(ctx, checkCtx, withExitCode(ExitError, o.apiError(err)))
-}
-
 // exitCode gives the command's answer for how the run ended: an error of
 // its own, failed workloads, pending ones, or a wait cut short.
 func (o *RebalanceOptions) exitCode(result *run.Result, err error, recorded bool) error {
@@ -589,14 +546,6 @@ func (o *RebalanceOptions) exitCode(result *run.Result, err error, recorded bool
 	return nil
 }
 
-// quietenClientLogs keeps client-go's internal logging off the terminal
-// unless -v asks for it (setupClientLogs). Warnings the API server sends with
-// its answers still go to stderr, as in kubectl.
-func (o *targetOptions) quietenClientLogs() {
-	setupClientLogs(o.ErrOut)
-	rest.SetDefaultWarningHandler(rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true}))
-}
-
 // printNothingFound says, like kubectl get, that the selection was empty.
 func (o *targetOptions) printNothingFound() {
 	switch {
@@ -605,39 +554,4 @@ func (o *targetOptions) printNothingFound() {
 	default:
 		fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", o.Namespace)
 	}
-}
-
-// contextName names the kubeconfig context in use, for messages.
-func (o *targetOptions) contextName() string { return contextName(o.ConfigFlags) }
-
-// contextName names the kubeconfig context cf uses, for messages.
-func contextName(cf *genericclioptions.ConfigFlags) string {
-	if name := *cf.Context; name != "" {
-		return name
-	}
-	raw, err := cf.ToRawKubeConfigLoader().RawConfig()
-	if err != nil || raw.CurrentContext == "" {
-		return "<none>"
-	}
-	return raw.CurrentContext
-}
-
-// serverURL names the API server in use, for messages.
-func (o *targetOptions) serverURL() string {
-	config, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil || config.Host == "" {
-		return "unknown server"
-	}
-	return config.Host
-}
-
-// failureEvents reads the scheduler's failure events from the Karmada
-// apiserver. Without it (no client could be made), a binding that was failing
-// before its trigger is only reported when the run ends.
-func (o *targetOptions) failureEvents() rebalance.FailureEvents {
-	kube, err := o.factory.KubernetesClientSet()
-	if err != nil {
-		return nil
-	}
-	return rebalance.NewFailureEvents(kube)
 }

@@ -59,7 +59,7 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 	if o.DryRun != rebalance.DryRunNone {
 		return nil
 	}
-	return o.targetOptions.handoverMover(engine, targets, moveSettings{
+	return o.session.handoverMover(engine, targets, moveSettings{
 		handover:  &o.handoverOptions,
 		wait:      o.Wait,
 		waitReady: o.MaxInFlight > 0 && o.WaitReady,
@@ -69,7 +69,7 @@ func (o *RebalanceOptions) handoverMover(engine *run.Engine, targets []rebalance
 
 // moveSettings are what a run's make-before-break mover takes from the
 // command beyond its targets: kubectl rebalance and the failback daemon
-// both build their movers with targetOptions.handoverMover.
+// both build their movers with session.handoverMover.
 type moveSettings struct {
 	handover *handoverOptions
 	// wait waits for the scheduler's answer to a one-write move.
@@ -85,7 +85,7 @@ type moveSettings struct {
 // nil when the moves go in one write: the budget asks for it
 // (--max-unavailable=100%), or the control plane's Karmada cannot suspend
 // scheduling (v1.12), which a warning on ErrOut says.
-func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Target, s moveSettings) waves.MakeBeforeBreak {
+func (o *session) handoverMover(engine *run.Engine, targets []rebalance.Target, s moveSettings) waves.MakeBeforeBreak {
 	if s.handover.oneWrite() {
 		return nil
 	}
@@ -121,7 +121,7 @@ func (o *targetOptions) handoverMover(engine *run.Engine, targets []rebalance.Ta
 // predictReads is where the predictions of a run's moves read from
 // (handover.Reads): the command's kubeconfig and --estimator, and the
 // release it detected.
-type predictReads struct{ o *targetOptions }
+type predictReads struct{ o *session }
 
 func (r predictReads) Source() (handover.Source, error) {
 	return r.o.predictSource(predict.EstimatorMode(r.o.Estimator))

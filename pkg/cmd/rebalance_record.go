@@ -74,7 +74,7 @@ func (o *RebalanceOptions) recordFlagsGiven() bool {
 
 // rebalancerKindError explains a failure to map the WorkloadRebalancer kind
 // of a manifest: the control plane predates the CRD.
-func (o *targetOptions) rebalancerKindError(err error) error {
+func (o *session) rebalancerKindError(err error) error {
 	if meta.IsNoMatchError(err) && strings.Contains(err.Error(), appsv1alpha1.ResourceKindWorkloadRebalancer) {
 		return o.rebalancerNotServed()
 	}
@@ -82,7 +82,7 @@ func (o *targetOptions) rebalancerKindError(err error) error {
 }
 
 // rebalancerNotServed says that the control plane has no WorkloadRebalancer CRD.
-func (o *targetOptions) rebalancerNotServed() error {
+func (o *session) rebalancerNotServed() error {
 	return fmt.Errorf("the Karmada control plane behind context %q (%s) does not serve %s: it is older than Karmada v1.10, which introduced WorkloadRebalancers; "+
 		"rebalance without --name, --ttl, --server-side or a WorkloadRebalancer manifest (nothing is recorded then), or upgrade Karmada",
 		o.contextName(), o.serverURL(), record.RebalancerResource)

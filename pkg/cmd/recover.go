@@ -81,12 +81,7 @@ func NewCmdRecover(streams genericiooptions.IOStreams) *cobra.Command {
 		Args:                  cobra.NoArgs,
 		SilenceUsage:          true,
 		SilenceErrors:         true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return withExitCode(ExitError, err)
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:                  runSteps(o.Run, func(cmd *cobra.Command, _ []string) error { return o.Complete(cmd) }),
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
@@ -167,7 +162,7 @@ func (o *RecoverOptions) Run(ctx context.Context) error {
 	defer cancel()
 	found, err := o.recoverer.Find(reqCtx, o.namespace, o.AllNamespaces)
 	if err != nil {
-		base := &targetOptions{ConfigFlags: o.configFlags, guard: o.guard}
+		base := &session{ConfigFlags: o.configFlags, guard: o.guard}
 		if ctx.Err() != nil {
 			return withExitCode(ExitError, errors.New("interrupted before the Karmada apiserver answered; nothing was recovered"))
 		}

@@ -1,8 +1,17 @@
-// Package cmd holds the cobra commands of kubectl-rebalance: flags, options and
-// output wiring. The work itself lives in pkg/rebalance and pkg/deschedule.
+// Package cmd holds the cobra commands of kubectl-rebalance: each turns its
+// flags into a request, hands it to the package that does the work (pkg/run,
+// pkg/deschedule, pkg/failback, pkg/predict, pkg/record) and prints the
+// result with its exit code. It owns two things besides: the targets
+// (targetOptions, targets.go: arguments and files resolved into workloads
+// with cli-runtime) and the session of the server a command talks to
+// (session, session.go: its clients, request guard, release and estimators),
+// built once per command as kubectl's cmdutil.Factory. The session's
+// messages that name the server are in errors.go; its methods that serve one
+// step (start-up, events, moves) sit with that step.
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -30,6 +39,27 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// runSteps is the RunE of a command in kubectl's shape: steps (Complete,
+// Validate) judge the flags and arguments in order, and the first error,
+// the user's to fix, exits with ExitError; run does the work, and its
+// error carries its own exit code.
+func runSteps(run func(context.Context) error, steps ...func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		for _, step := range steps {
+			if err := step(cmd, args); err != nil {
+				return withExitCode(ExitError, err)
+			}
+		}
+		return run(cmd.Context())
+	}
+}
+
+// withoutArgs makes a step of a check that needs neither the command nor
+// its arguments (a Validate).
+func withoutArgs(check func() error) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error { return check() }
+}
 
 // withExitCode wraps err so that Execute exits with code.
 func withExitCode(code int, err error) error {

@@ -24,7 +24,7 @@ const runEventFlushTimeout = 5 * time.Second
 // runEvents starts the recorder of a recorded run's events. Its client's
 // requests outlive the run on purpose: the events of a run cut short by
 // Ctrl-C still go out, within the shutdown budget.
-func (o *targetOptions) runEvents() (*daemon.EventRecorder, error) {
+func (o *session) runEvents() (*daemon.EventRecorder, error) {
 	config, err := o.ConfigFlags.ToRawKubeConfigLoader().ClientConfig()
 	if err != nil {
 		return nil, o.kubeconfigError(err)
@@ -42,7 +42,7 @@ func (o *targetOptions) runEvents() (*daemon.EventRecorder, error) {
 
 // flushRunEvents waits for a recorded run's events to be written and stops
 // their recorder; it says on stderr when some could not be.
-func (o *targetOptions) flushRunEvents(ctx context.Context, events *daemon.EventRecorder, result *run.Result) {
+func (o *session) flushRunEvents(ctx context.Context, events *daemon.EventRecorder, result *run.Result) {
 	flushCtx, cancel := context.WithTimeout(daemon.Shutdown(ctx), runEventFlushTimeout)
 	defer cancel()
 	flushErr := events.Flush(flushCtx)

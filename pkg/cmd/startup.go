@@ -137,7 +137,7 @@ func (o *targetOptions) inputNames() string {
 // a direct read of its group version: a group whose discovery failed must
 // not pass for a group that is not served. It returns a no-match error only
 // when the group version is really not served.
-func (o *targetOptions) mapKind(ctx context.Context, mapper meta.RESTMapper, gk schema.GroupKind, version string) error {
+func (o *session) mapKind(ctx context.Context, mapper meta.RESTMapper, gk schema.GroupKind, version string) error {
 	defer o.guard.bind(o.guard.bind(ctx))
 	return retryTransient(ctx, startupBackoff, func() error {
 		_, err := mapper.RESTMapping(gk, version)
@@ -166,7 +166,7 @@ func (o *targetOptions) mapKind(ctx context.Context, mapper meta.RESTMapper, gk 
 
 // startupError turns an error of the start-up into the interruption or the
 // timeout that caused it, when one did: nothing was written then.
-func (o *targetOptions) startupError(ctx, startCtx context.Context, err error) error {
+func (o *session) startupError(ctx, startCtx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return withExitCode(ExitPending, errors.New("interrupted before any binding was read; nothing was written"))

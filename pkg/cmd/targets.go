@@ -1,87 +1,65 @@
 package cmd
 
 import (
-	"sync"
-	"time"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/rest"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
-	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/karmadaversion"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
 
 // targetOptions name the workloads a command works on, as kubectl get does
-// (TYPE/NAME, TYPE NAME..., -l, --all, -f), and reach the Karmada apiserver
-// they live on: resolving them into targets (startup), predicting their
-// placements, and the clients and error messages of that server. kubectl
-// rebalance, plan and the failback daemon each fill one and call it; none
-// of them needs another's options for it.
+// (TYPE/NAME, TYPE NAME..., -l, --all, -f), and resolve them into targets
+// (startup) through the session of the Karmada apiserver they live on.
+// kubectl rebalance, plan and the failback daemon each fill one and call
+// it; none of them needs another's options for it.
 type targetOptions struct {
-	ConfigFlags *genericclioptions.ConfigFlags
+	// session reaches the Karmada apiserver the workloads live on: its
+	// clients, guard, release and the errors it explains.
+	*session
 	resource.FilenameOptions
 
 	LabelSelector string
 	AllNamespaces bool
 	All           bool
-	Timeout       time.Duration
-	QPS           float32
-	Burst         int
 
 	Args             []string
 	Namespace        string
 	EnforceNamespace bool
-	factory          cmdutil.Factory
 	// skip, when set, leaves out a workload read from the server by its
 	// annotations (the failback daemon's opt-out), before anything else
 	// looks at it.
 	skip func(annotations map[string]string) bool
-	// guard ties the start-up requests to Ctrl-C and --timeout, and
-	// remembers the last failed request for messages.
-	guard *requestGuard
 	// mapped, when set, is called by startup once the API's types are
 	// mapped, before the workloads are resolved.
 	mapped func(meta.RESTMapper)
 	// ahead is what plan reads while the workloads are resolved; nil
 	// where their scope is not known before.
-	ahead *readAhead
-	// deadline is when --timeout runs out, counted from the start of Run.
-	deadline time.Time
+	ahead *predict.ReadAhead
 	// stdin is what -f - read from standard input, once, before the
 	// API server was asked anything.
 	stdin []byte
-	// estimatorOptions say how karmada-scheduler sizes the members, for
-	// the predictions that select targets (--clusters, --changed-only).
-	estimatorOptions
-
-	// The Karmada release, detected once when a behaviour depends on it.
-	releaseOnce sync.Once
-	release     karmadaversion.Info
-	releaseErr  error
-
-	genericiooptions.IOStreams
+	// workloads, when not nil, are the workloads to resolve instead of
+	// arguments or files: a caller that holds them as values (a failback
+	// resuming what its record planned) gives them as they are.
+	workloads []rebalance.Workload
 }
 
-// newTargetOptions returns target options with the flags' defaults, whose
-// clients obey QPS and Burst, Ctrl-C and the deadline.
+// newTargetOptions returns target options with the flags' defaults, on a
+// session of their own (newSession).
 func newTargetOptions(streams genericiooptions.IOStreams) *targetOptions {
-	t := &targetOptions{
-		ConfigFlags: genericclioptions.NewConfigFlags(true).WithDiscoveryBurst(300).WithDiscoveryQPS(50),
-		Timeout:     defaultTimeout,
-		QPS:         defaultQPS,
-		Burst:       defaultBurst,
-		IOStreams:   streams,
-		guard:       &requestGuard{},
-	}
-	t.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
-		c.QPS, c.Burst = t.QPS, t.Burst
-		return t.guard.wrapConfig(c)
-	}
-	return t
+	return &targetOptions{session: newSession(streams)}
+}
+
+// newTargetOptionsForConfig returns target options on a session over
+// config, a client config already built from kubeconfig (see
+// newSessionForConfig). workloads, when not nil, are resolved instead of
+// arguments or files (see targetOptions.workloads).
+func newTargetOptionsForConfig(streams genericiooptions.IOStreams, kubeconfig *genericclioptions.ConfigFlags, config *rest.Config, workloads []rebalance.Workload) *targetOptions {
+	return &targetOptions{session: newSessionForConfig(streams, kubeconfig, config), workloads: workloads}
 }
 
 // skips reports whether info is a workload skip leaves out. Only objects

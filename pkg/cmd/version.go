@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,12 +48,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 		Example:               versionExample,
 		Args:                  maxArgs(0, "", "run 'kubectl rebalance version', or 'kubectl rebalance version -o json'"),
 		ValidArgsFunction:     cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(version.Get())
-		},
+		RunE:                  runSteps(func(context.Context) error { return o.Run(version.Get()) }, withoutArgs(o.Validate)),
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format. One of: (json, yaml). Plain text when empty.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))

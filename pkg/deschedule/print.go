@@ -6,7 +6,8 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
+
+	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 )
 
 // PrintOptions selects how PrintPass lays out the table.
@@ -69,38 +70,25 @@ func PrintPass(w io.Writer, result *PassResult, opts PrintOptions) error {
 	}
 	withNamespace := opts.WithNamespace || bindingsSpanNamespaces(bindings, skipped)
 
-	table := &metav1.Table{ColumnDefinitions: passColumns}
-	if withNamespace {
-		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{passNamespaceColumn}, passColumns...)
-	}
+	table := rbprinters.NewTable(passColumns, passNamespaceColumn, withNamespace)
 	for _, br := range bindings {
 		message := br.Message
 		if br.Err != nil {
 			message = br.Err.Error()
 		}
 		for _, row := range br.Rows {
-			cells := []any{
+			table.AddRow(br.Namespace,
 				br.Name, row.Cluster, int64(row.Spec), readyCell(row), unschedulableCell(row), int64(row.New), string(row.Action),
-				string(br.Outcome), orNoneCell(message),
-			}
-			if withNamespace {
-				cells = append([]any{br.Namespace}, cells...)
-			}
-			table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+				string(br.Outcome), orNoneCell(message))
 		}
 	}
 	for _, sb := range skipped {
-		cells := []any{sb.Name, cellNone, cellNone, cellNone, cellNone, cellNone, string(OutcomeSkipped), string(OutcomeSkipped), sb.Reason}
-		if withNamespace {
-			cells = append([]any{sb.Namespace}, cells...)
-		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+		table.AddRow(sb.Namespace, sb.Name, cellNone, cellNone, cellNone, cellNone, cellNone, string(OutcomeSkipped), string(OutcomeSkipped), sb.Reason)
 	}
-	if len(table.Rows) == 0 {
+	if table.Len() == 0 {
 		return nil
 	}
-	printer := printers.NewTablePrinter(printers.PrintOptions{Wide: opts.Wide, NoHeaders: opts.NoHeaders})
-	if err := printer.PrintObj(table, w); err != nil {
+	if err := table.Print(w, opts.Wide, opts.NoHeaders); err != nil {
 		return fmt.Errorf("printing the deschedule table failed: %w", err)
 	}
 	return nil

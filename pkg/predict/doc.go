@@ -9,7 +9,8 @@
 // It is shaped like karmada's pkg/scheduler/core: small pure functions
 // (Predict, Classify, Summarize) over values, fed by a thin layer (Source)
 // that reads the API with one LIST of clusters and one LIST of bindings per
-// namespace (or one across all namespaces). Nothing here writes to the API.
+// namespace (or one across all namespaces); ReadAhead runs those reads while
+// the caller still resolves its workloads. Nothing here writes to the API.
 //
 // Its callers: plan prints the predictions; kubectl rebalance and the
 // failback daemon select their targets with Select (-C/--clusters,

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/predict"
 )
@@ -33,16 +32,8 @@ type PlanPrintOptions struct {
 
 // PrintPlan writes one row per prediction as a kubectl-style table.
 func PrintPlan(w io.Writer, predictions []predict.Prediction, opts PlanPrintOptions) error {
-	withNamespace := opts.WithNamespace
-	for _, p := range predictions {
-		if p.Workload.Namespace != predictions[0].Workload.Namespace {
-			withNamespace = true
-		}
-	}
-	table := &metav1.Table{ColumnDefinitions: planColumns}
-	if withNamespace {
-		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{namespaceColumn}, planColumns...)
-	}
+	withNamespace := opts.WithNamespace || SpansNamespaces(predictions, func(p predict.Prediction) string { return p.Workload.Namespace })
+	table := NewTable(planColumns, WorkloadNamespaceColumn, withNamespace)
 	for _, p := range predictions {
 		predicted := placementText(p.Predicted)
 		if p.Alternative != nil {
@@ -55,7 +46,7 @@ func PrintPlan(w io.Writer, predictions []predict.Prediction, opts PlanPrintOpti
 				predicted += " or " + placementText(other)
 			}
 		}
-		cells := []interface{}{
+		table.AddRow(p.Workload.Namespace,
 			WorkloadName(p.Workload),
 			string(p.Verdict),
 			placementText(p.Before),
@@ -64,14 +55,9 @@ func PrintPlan(w io.Writer, predictions []predict.Prediction, opts PlanPrintOpti
 			orNone(string(p.Division)),
 			orNone(p.Reason),
 			orNone(p.Message),
-		}
-		if withNamespace {
-			cells = append([]interface{}{p.Workload.Namespace}, cells...)
-		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+		)
 	}
-	printer := printers.NewTablePrinter(printers.PrintOptions{Wide: opts.Wide, NoHeaders: opts.NoHeaders})
-	if err := printer.PrintObj(table, w); err != nil {
+	if err := table.Print(w, opts.Wide, opts.NoHeaders); err != nil {
 		return fmt.Errorf("printing the plan failed: %w", err)
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 )
@@ -54,19 +53,13 @@ var rowColumns = []metav1.TableColumnDefinition{
 	{Name: "Message", Type: "string", Priority: 1, Description: "Details for a human."},
 }
 
-var namespaceColumn = metav1.TableColumnDefinition{Name: "Namespace", Type: "string", Description: "The workload's namespace; empty when cluster-scoped."}
-
 // PrintRows writes rows as a kubectl-style table, in the order given. It
 // writes nothing when there are no rows, as kubectl does.
 func PrintRows(w io.Writer, rows []rebalance.Row, opts RowPrintOptions) error {
-	withNamespace := opts.WithNamespace || spansNamespaces(rows)
-
-	table := &metav1.Table{ColumnDefinitions: rowColumns}
-	if withNamespace {
-		table.ColumnDefinitions = append([]metav1.TableColumnDefinition{namespaceColumn}, rowColumns...)
-	}
+	withNamespace := opts.WithNamespace || SpansNamespaces(rows, func(r rebalance.Row) string { return r.Workload.Namespace })
+	table := NewTable(rowColumns, WorkloadNamespaceColumn, withNamespace)
 	for _, row := range rows {
-		cells := []interface{}{
+		table.AddRow(row.Workload.Namespace,
 			WorkloadName(row.Workload),
 			resultText(row, opts.DryRun),
 			outcomeText(row.Observation.Outcome),
@@ -76,15 +69,9 @@ func PrintRows(w io.Writer, rows []rebalance.Row, opts RowPrintOptions) error {
 			timeText(row.TriggeredAt),
 			orNone(joinDistinct(string(row.Reason), row.ClientReason, row.Observation.Reason)),
 			orNone(joinDistinct(row.Message, row.Observation.Message)),
-		}
-		if withNamespace {
-			cells = append([]interface{}{row.Workload.Namespace}, cells...)
-		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
+		)
 	}
-
-	printer := printers.NewTablePrinter(printers.PrintOptions{Wide: opts.Wide, NoHeaders: opts.NoHeaders})
-	if err := printer.PrintObj(table, w); err != nil {
+	if err := table.Print(w, opts.Wide, opts.NoHeaders); err != nil {
 		return fmt.Errorf("printing the rebalance table failed: %w", err)
 	}
 	return nil
@@ -100,17 +87,6 @@ func WorkloadName(w rebalance.Workload) string {
 		kind += "." + gv.Group
 	}
 	return kind + "/" + w.Name
-}
-
-// spansNamespaces reports whether rows come from more than one namespace,
-// counting cluster-scoped workloads as a namespace of their own.
-func spansNamespaces(rows []rebalance.Row) bool {
-	for _, row := range rows {
-		if row.Workload.Namespace != rows[0].Workload.Namespace {
-			return true
-		}
-	}
-	return false
 }
 
 // resultText prints the CRD result, naming the empty one.

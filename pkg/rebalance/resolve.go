@@ -82,19 +82,35 @@ func (r Resolver) FromRebalancer(rb *appsv1alpha1.WorkloadRebalancer, source str
 	if len(rb.Spec.Workloads) == 0 {
 		return nil, fmt.Errorf("%s lists no spec.workloads; add at least one workload", where)
 	}
-	targets := make([]Target, 0, len(rb.Spec.Workloads))
-	var problems []error
-	for i, w := range rb.Spec.Workloads {
-		if err := r.checkWorkload(w); err != nil {
-			problems = append(problems, fmt.Errorf("spec.workloads[%d] (%s): %w", i, WorkloadRef(w), err))
-			continue
-		}
-		targets = append(targets, Target{Workload: w})
-	}
+	targets, problems := r.check(rb.Spec.Workloads, "spec.workloads")
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %w; fix the manifest and run the command again", where, errors.Join(problems...))
 	}
 	return targets, nil
+}
+
+// Workloads returns workloads held as values (not read from a manifest)
+// as targets, after the checks FromRebalancer makes.
+func (r Resolver) Workloads(workloads []Workload) ([]Target, error) {
+	targets, problems := r.check(workloads, "workloads")
+	if len(problems) > 0 {
+		return nil, errors.Join(problems...)
+	}
+	return targets, nil
+}
+
+// check checks each workload, named list[i] in the problems it finds.
+func (r Resolver) check(workloads []Workload, list string) ([]Target, []error) {
+	targets := make([]Target, 0, len(workloads))
+	var problems []error
+	for i, w := range workloads {
+		if err := r.checkWorkload(w); err != nil {
+			problems = append(problems, fmt.Errorf("%s[%d] (%s): %w", list, i, WorkloadRef(w), err))
+			continue
+		}
+		targets = append(targets, Target{Workload: w})
+	}
+	return targets, problems
 }
 
 // checkWorkload checks one spec.workloads entry against the API server.

@@ -1,4 +1,6 @@
-// Package version holds the build information that goreleaser injects with -ldflags.
+// Package version owns the build information of the binary (version, commit,
+// date), which goreleaser injects with -ldflags; `kubectl rebalance version`
+// and the user agents read it.
 package version
 
 import (

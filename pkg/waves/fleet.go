@@ -69,9 +69,17 @@ type fleet struct {
 	stale map[fleetKey]bool
 	// written holds the generation each trigger write returned.
 	written map[fleetKey]int64
-	// scopes holds one entry per namespace listed or being listed.
+	// loads lists each namespace once.
+	loads scopeLoads
+	wg    sync.WaitGroup
+}
+
+// scopeLoads lists the bindings of each scope once: the first reader of a
+// scope lists it, later readers wait for its end and share its error. A
+// failed list leaves no trace: the next reader tries again.
+type scopeLoads struct {
+	mu     sync.Mutex
 	scopes map[fleetKey]*scopeState
-	wg     sync.WaitGroup
 }
 
 // scopeState is the listing of one namespace: done once listed (or failed).
@@ -80,11 +88,44 @@ type scopeState struct {
 	err   error
 }
 
+// do runs list for the scope of namespace unless it ran or runs already,
+// and returns its error; a waiting reader's own context ends its wait.
+func (l *scopeLoads) do(ctx context.Context, namespace string, list func() error) error {
+	scope := scopeOf(namespace)
+	l.mu.Lock()
+	st, ok := l.scopes[scope]
+	if !ok {
+		if l.scopes == nil {
+			l.scopes = map[fleetKey]*scopeState{}
+		}
+		st = &scopeState{ready: make(chan struct{})}
+		l.scopes[scope] = st
+	}
+	l.mu.Unlock()
+	if ok {
+		select {
+		case <-st.ready:
+			return st.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	err := list()
+	if err != nil {
+		l.mu.Lock()
+		delete(l.scopes, scope)
+		l.mu.Unlock()
+	}
+	st.err = err
+	close(st.ready)
+	return err
+}
+
 func newFleet(ctx context.Context, api rebalance.BindingAPI, lister BindingLister) *fleet {
 	return &fleet{
 		api: api, lister: lister, ctx: ctx,
 		store: map[fleetKey]*rebalance.Binding{}, changed: map[fleetKey]chan struct{}{},
-		stale: map[fleetKey]bool{}, scopes: map[fleetKey]*scopeState{}, written: map[fleetKey]int64{},
+		stale: map[fleetKey]bool{}, written: map[fleetKey]int64{},
 	}
 }
 
@@ -100,37 +141,18 @@ func scopeOf(namespace string) fleetKey {
 // load lists the namespace's bindings once and starts watching them; later
 // callers wait for the first one.
 func (f *fleet) load(ctx context.Context, namespace string) error {
-	scope := scopeOf(namespace)
-	f.mu.Lock()
-	st, ok := f.scopes[scope]
-	if !ok {
-		st = &scopeState{ready: make(chan struct{})}
-		f.scopes[scope] = st
-	}
-	f.mu.Unlock()
-	if ok {
-		select {
-		case <-st.ready:
-			return st.err
-		case <-ctx.Done():
-			return ctx.Err()
+	return f.loads.do(ctx, namespace, func() error {
+		rv, err := f.relist(ctx, namespace)
+		if err != nil {
+			return err
 		}
-	}
-	rv, err := f.relist(ctx, namespace)
-	st.err = err
-	close(st.ready)
-	if err != nil {
-		f.mu.Lock()
-		delete(f.scopes, scope) // let a later workload try again
-		f.mu.Unlock()
-		return err
-	}
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		f.follow(namespace, rv)
-	}()
-	return nil
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.follow(namespace, rv)
+		}()
+		return nil
+	})
 }
 
 // relist reads every binding of the namespace into the store. A stored

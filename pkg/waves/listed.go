@@ -19,9 +19,9 @@ type listedReads struct {
 	// wanted holds the batch's bindings by namespace.
 	wanted map[string]map[string]bool
 
-	mu     sync.Mutex
-	store  map[fleetKey]*rebalance.Binding
-	scopes map[fleetKey]*scopeState
+	mu    sync.Mutex
+	store map[fleetKey]*rebalance.Binding
+	loads scopeLoads
 }
 
 // ListedReads wraps api for a run all at once of targets: when the batch
@@ -38,7 +38,7 @@ func ListedReads(api rebalance.BindingAPI, lister BindingLister, targets []rebal
 		return api
 	}
 	r := &listedReads{BindingAPI: api, lister: lister, wanted: map[string]map[string]bool{},
-		store: map[fleetKey]*rebalance.Binding{}, scopes: map[fleetKey]*scopeState{}}
+		store: map[fleetKey]*rebalance.Binding{}}
 	for _, w := range workloads {
 		if r.wanted[w.Namespace] == nil {
 			r.wanted[w.Namespace] = map[string]bool{}
@@ -67,34 +67,15 @@ func (r *listedReads) Get(ctx context.Context, namespace, name string) (*rebalan
 // load lists the namespace's bindings once; later readers wait for the
 // first. A failed list is tried again by the next reader.
 func (r *listedReads) load(ctx context.Context, namespace string) error {
-	scope := scopeOf(namespace)
-	r.mu.Lock()
-	st, ok := r.scopes[scope]
-	if !ok {
-		st = &scopeState{ready: make(chan struct{})}
-		r.scopes[scope] = st
-	}
-	r.mu.Unlock()
-	if ok {
-		select {
-		case <-st.ready:
-			return st.err
-		case <-ctx.Done():
-			return ctx.Err()
+	return r.loads.do(ctx, namespace, func() error {
+		bindings, _, err := r.lister.List(ctx, namespace, namespace == "")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, b := range bindings {
+			if r.wanted[namespace][b.Name] {
+				r.store[fleetKey{b.Namespace, b.Name}] = b
+			}
 		}
-	}
-	bindings, _, err := r.lister.List(ctx, namespace, namespace == "")
-	r.mu.Lock()
-	if err != nil {
-		delete(r.scopes, scope)
-	}
-	for _, b := range bindings {
-		if r.wanted[namespace][b.Name] {
-			r.store[fleetKey{b.Namespace, b.Name}] = b
-		}
-	}
-	r.mu.Unlock()
-	st.err = err
-	close(st.ready)
-	return err
+		return err
+	})
 }

@@ -14,7 +14,7 @@ import (
 // karmadaRelease detects, once per command, the Karmada release behind the
 // context (pkg/karmadaversion). It is asked only where behaviour differs
 // between releases, so a plain run pays no request for it.
-func (o *targetOptions) karmadaRelease() (karmadaversion.Info, error) {
+func (o *session) karmadaRelease() (karmadaversion.Info, error) {
 	o.releaseOnce.Do(func() {
 		config, err := o.factory.ToRESTConfig()
 		if err != nil {
