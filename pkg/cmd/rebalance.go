@@ -517,6 +517,9 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 			},
 			Given: o.Order == orderGiven,
 		}
+		// What `get -w` and `kubectl rebalance resume` need of a waved
+		// record beyond what it lists (rebalance_planned.go).
+		req.Record.Annotations = o.planAnnotations(resolved.Targets)
 	}
 	return req
 }
