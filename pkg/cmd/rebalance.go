@@ -240,6 +240,8 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdDeschedule(streams))
 	cmd.AddCommand(NewCmdFailback(streams))
 	cmd.AddCommand(NewCmdGet(streams))
+	cmd.AddCommand(NewCmdAbort(streams))
+	cmd.AddCommand(NewCmdResume(streams))
 	cmd.AddCommand(NewCmdRecover(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
 	cmd.AddCommand(NewCmdOptions(streams))

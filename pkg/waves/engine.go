@@ -46,6 +46,9 @@ const (
 	// StopLedgerGone: the ledger (a recorded run's WorkloadRebalancer) went
 	// away during the run, so nothing could record a further start.
 	StopLedgerGone StopReason = "LedgerGone"
+	// StopAborted: someone aborted the run (its context ended with an
+	// *AbortError as its cause).
+	StopAborted StopReason = "Aborted"
 )
 
 // LedgerGoneError, returned by a ledger, stops the run from starting
@@ -335,7 +338,12 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 		}
 		select {
 		case <-ctxDone:
-			stop(StopInterrupted, interruptMessage(ctx))
+			var aborted *AbortError
+			if errors.As(context.Cause(ctx), &aborted) {
+				stop(StopAborted, aborted.Message)
+			} else {
+				stop(StopInterrupted, interruptMessage(ctx))
+			}
 			report()
 		case <-wake:
 		case why := <-gone:
@@ -504,6 +512,12 @@ func interruptMessage(ctx context.Context) string {
 	return "interrupted; no further workload was started"
 }
 
+// AbortError, as the cause of a run's context, says that someone aborted
+// the run: the waves stop starting workloads, as on Ctrl-C, and say why.
+type AbortError struct{ Message string }
+
+func (e *AbortError) Error() string { return e.Message }
+
 // notStartedWhy says why a workload was left unstarted.
 func notStartedWhy(stop StopReason) string {
 	switch stop {
@@ -515,6 +529,8 @@ func notStartedWhy(stop StopReason) string {
 		return "the run stopped on an error"
 	case StopLedgerGone:
 		return "the run's workloadrebalancer was deleted"
+	case StopAborted:
+		return "the run was aborted"
 	}
 	return "the run stopped"
 }
