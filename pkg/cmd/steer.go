@@ -101,12 +101,12 @@ func (o *steerOptions) complete(cmd *cobra.Command, args []string) error {
 	}
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
-		return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+		return kubeconfigError(o.ConfigFlags, err)
 	}
 	o.config = o.guard.wrapConfig(rest.CopyConfig(config))
 	client, err := karmadaclient.NewForConfig(o.config)
 	if err != nil {
-		return fmt.Errorf("cannot use the kubeconfig: %v; check --kubeconfig and --karmada-context (or $KUBECONFIG)", err)
+		return kubeconfigError(o.ConfigFlags, err)
 	}
 	o.client = client.AppsV1alpha1().WorkloadRebalancers()
 	return nil
@@ -207,7 +207,7 @@ func newSteerCmd(o *steerOptions, use, short, long, example string, run func(ctx
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withExitCode(ExitError, cmdutil.UsageErrorf(c, "%v", err))
 	})
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
+	durationVar(cmd.Flags(), &o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
 	return cmd
 }
 
@@ -309,7 +309,7 @@ func NewCmdResume(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format of the run, as for kubectl rebalance: wide, yaml, json or name. The default is a table.")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "Print no progress and no announcement of a large run on stderr.")
 	cmd.Flags().BoolVar(&waitTTL, "wait-ttl", true, "As kubectl rebalance's --wait-ttl: with a ttl, wait for it after the run and delete the record; false returns after the run.")
-	cmd.Flags().DurationVar(&runFor, "run-timeout", defaultTimeout, "As kubectl rebalance's --timeout: how long the run may take; a waved run without it is bounded by its --progress-deadline per workload.")
+	durationVar(cmd.Flags(), &runFor, "run-timeout", defaultTimeout, "As kubectl rebalance's --timeout: how long the run may take; a waved run without it is bounded by its --progress-deadline per workload.")
 	return cmd
 }
 
