@@ -32,9 +32,10 @@ var watchRecordColumn = metav1.TableColumnDefinition{Name: "Rebalancer", Type: "
 // runWatch follows one record until its run is finished, or every record
 // until interrupted, printing rows as they change (kubectl get -w).
 func (o *GetOptions) runWatch(ctx context.Context) error {
+	f := &watch.Follower{Client: o.karmada, Name: o.Name, SyncTimeout: o.Timeout}
 	if o.Name != "" {
 		reqCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
-		_, err := o.client.Get(reqCtx, o.Name, metav1.GetOptions{})
+		rb, err := o.client.Get(reqCtx, o.Name, metav1.GetOptions{})
 		defer cancel()
 		if apierrors.IsNotFound(err) && !isUnservedResource(err) {
 			return withExitCode(ExitError, fmt.Errorf("workloadrebalancer %s not found; run `kubectl rebalance get` to list them", o.Name))
@@ -42,6 +43,8 @@ func (o *GetOptions) runWatch(ctx context.Context) error {
 		if err != nil {
 			return withExitCode(ExitError, o.requestError(ctx, reqCtx, "get", err))
 		}
+		// Watch only the bindings of the run's namespaces.
+		f.Scope = watch.Workloads(rb)
 	}
 	columns := watchColumns
 	if o.Name == "" {
@@ -54,7 +57,6 @@ func (o *GetOptions) runWatch(ctx context.Context) error {
 		printErr error
 		gone     bool
 	)
-	f := &watch.Follower{Client: o.karmada, Name: o.Name, SyncTimeout: o.Timeout}
 	err := f.Run(ctx, func(u watch.Update) bool {
 		if u.Deleted {
 			fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was deleted\n", u.Record.Name)

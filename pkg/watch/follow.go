@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -54,6 +55,11 @@ type Follower struct {
 	// SyncTimeout bounds the first list of each watch; zero waits as long
 	// as the context lasts.
 	SyncTimeout time.Duration
+	// Scope, when set, limits the bindings watched to those of these
+	// workloads' namespaces (and the ClusterResourceBindings only when one
+	// of them is cluster-scoped), so that following one run does not hold
+	// a whole fleet's bindings. Nil watches every binding.
+	Scope []rebalance.Workload
 
 	before map[rebalance.Workload][]workv1alpha2.TargetCluster
 	last   map[string]*recordView
@@ -76,18 +82,36 @@ func (f *Follower) Run(ctx context.Context, emit func(Update) bool) error {
 		}))
 	}
 	records := karmadainformers.NewSharedInformerFactoryWithOptions(f.Client, 0, tweak...)
-	bindings := karmadainformers.NewSharedInformerFactoryWithOptions(f.Client, 0,
-		karmadainformers.WithTransform(func(obj any) (any, error) {
-			// A fleet's bindings are many: keep less of each.
-			if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
-				m.GetObjectMeta().SetManagedFields(nil)
-			}
-			return obj, nil
-		}))
+	// A fleet's bindings are many: keep less of each.
+	slim := karmadainformers.WithTransform(func(obj any) (any, error) {
+		if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+			m.GetObjectMeta().SetManagedFields(nil)
+		}
+		return obj, nil
+	})
+	namespaces, clusterScoped := scope(f.Scope)
+	// One factory per namespace watched ("" watches them all), and one for
+	// the ClusterResourceBindings when needed.
+	factories := []karmadainformers.SharedInformerFactory{records}
+	rbIndexers := map[string]cache.Indexer{}
+	var bindingInformers []cache.SharedIndexInformer
+	for _, ns := range namespaces {
+		factory := karmadainformers.NewSharedInformerFactoryWithOptions(f.Client, 0, slim, karmadainformers.WithNamespace(ns))
+		inf := factory.Work().V1alpha2().ResourceBindings().Informer()
+		rbIndexers[ns] = inf.GetIndexer()
+		bindingInformers = append(bindingInformers, inf)
+		factories = append(factories, factory)
+	}
+	var crbIndexer cache.Indexer
+	if clusterScoped {
+		factory := karmadainformers.NewSharedInformerFactoryWithOptions(f.Client, 0, slim)
+		inf := factory.Work().V1alpha2().ClusterResourceBindings().Informer()
+		crbIndexer = inf.GetIndexer()
+		bindingInformers = append(bindingInformers, inf)
+		factories = append(factories, factory)
+	}
 	rbInformer := records.Apps().V1alpha1().WorkloadRebalancers().Informer()
 	rbLister := records.Apps().V1alpha1().WorkloadRebalancers().Lister()
-	rbIndexer := bindings.Work().V1alpha2().ResourceBindings().Informer().GetIndexer()
-	crbIndexer := bindings.Work().V1alpha2().ClusterResourceBindings().Informer().GetIndexer()
 
 	changed := make(chan struct{}, 1)
 	deleted := make(chan *appsv1alpha1.WorkloadRebalancer, 64)
@@ -120,7 +144,7 @@ func (f *Follower) Run(ctx context.Context, emit func(Update) bool) error {
 	}); err != nil {
 		return err
 	}
-	for _, inf := range []cache.SharedIndexInformer{bindings.Work().V1alpha2().ResourceBindings().Informer(), bindings.Work().V1alpha2().ClusterResourceBindings().Informer()} {
+	for _, inf := range bindingInformers {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
@@ -128,18 +152,18 @@ func (f *Follower) Run(ctx context.Context, emit func(Update) bool) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	records.Start(runCtx.Done())
-	bindings.Start(runCtx.Done())
-	// Stop the informers before waiting for them to end.
-	defer bindings.Shutdown()
-	defer records.Shutdown()
+	for _, factory := range factories {
+		factory.Start(runCtx.Done())
+		// Stop the informers before waiting for them to end.
+		defer factory.Shutdown()
+	}
 	defer cancel()
 	syncCtx, syncDone := runCtx, context.CancelFunc(func() {})
 	if f.SyncTimeout > 0 {
 		syncCtx, syncDone = context.WithTimeout(runCtx, f.SyncTimeout)
 	}
 	defer syncDone()
-	for _, factory := range []karmadainformers.SharedInformerFactory{records, bindings} {
+	for _, factory := range factories {
 		for _, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
 				if ctx.Err() != nil {
@@ -154,6 +178,9 @@ func (f *Follower) Run(ctx context.Context, emit func(Update) bool) error {
 	binding := func(w rebalance.Workload) *workv1alpha2.ResourceBinding {
 		name := rebalance.BindingNameFor(w)
 		if w.Namespace == "" {
+			if crbIndexer == nil {
+				return nil
+			}
 			obj, ok, _ := crbIndexer.GetByKey(name)
 			if !ok {
 				return nil
@@ -161,7 +188,14 @@ func (f *Follower) Run(ctx context.Context, emit func(Update) bool) error {
 			crb := obj.(*workv1alpha2.ClusterResourceBinding)
 			return &workv1alpha2.ResourceBinding{ObjectMeta: crb.ObjectMeta, Spec: crb.Spec, Status: crb.Status}
 		}
-		obj, ok, _ := rbIndexer.GetByKey(w.Namespace + "/" + name)
+		indexer := rbIndexers[metav1.NamespaceAll]
+		if indexer == nil {
+			indexer = rbIndexers[w.Namespace]
+		}
+		if indexer == nil {
+			return nil
+		}
+		obj, ok, _ := indexer.GetByKey(w.Namespace + "/" + name)
 		if !ok {
 			return nil
 		}
@@ -232,4 +266,42 @@ func (f *Follower) view(rb *appsv1alpha1.WorkloadRebalancer, binding func(rebala
 		last.summary = line
 	}
 	return u
+}
+
+// scope returns the namespaces whose ResourceBindings to watch (all of
+// them, metav1.NamespaceAll, without a scope) and whether to watch the
+// ClusterResourceBindings.
+func scope(ws []rebalance.Workload) ([]string, bool) {
+	if ws == nil {
+		return []string{metav1.NamespaceAll}, true
+	}
+	var namespaces []string
+	clusterScoped := false
+	for _, w := range ws {
+		switch {
+		case w.Namespace == "":
+			clusterScoped = true
+		case !slices.Contains(namespaces, w.Namespace):
+			namespaces = append(namespaces, w.Namespace)
+		}
+	}
+	if len(namespaces) > maxScopedNamespaces {
+		// One watch of everything costs less than a watch per namespace.
+		return []string{metav1.NamespaceAll}, clusterScoped
+	}
+	sort.Strings(namespaces)
+	return namespaces, clusterScoped
+}
+
+// maxScopedNamespaces is the most namespaces watched one by one.
+const maxScopedNamespaces = 10
+
+// Workloads lists every workload rb names (listed or only planned), the
+// scope a Follower of rb needs.
+func Workloads(rb *appsv1alpha1.WorkloadRebalancer) []rebalance.Workload {
+	out := []rebalance.Workload{}
+	for _, e := range Entries(rb) {
+		out = append(out, e.Workload)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -234,4 +235,34 @@ func TestEntries(t *testing.T) {
 		{Workload: web, Listed: true, Result: appsv1alpha1.RebalanceSuccessful, Since: t0},
 		{Workload: api, Since: t0},
 	}, Entries(rb))
+}
+
+func TestScope(t *testing.T) {
+	w := func(ns, name string) rebalance.Workload {
+		return rebalance.Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: name}
+	}
+	var many []rebalance.Workload
+	for i := 0; i <= maxScopedNamespaces; i++ {
+		many = append(many, w(fmt.Sprintf("ns%d", i), "a"))
+	}
+	tests := []struct {
+		name          string
+		workloads     []rebalance.Workload
+		namespaces    []string
+		clusterScoped bool
+	}{
+		{"no scope watches everything", nil, []string{""}, true},
+		{"one namespace", []rebalance.Workload{w("shop", "a"), w("shop", "b")}, []string{"shop"}, false},
+		{"namespaces sorted, once each", []rebalance.Workload{w("b", "x"), w("a", "y"), w("b", "z")}, []string{"a", "b"}, false},
+		{"a cluster-scoped workload watches the cluster bindings", []rebalance.Workload{w("", "ns"), w("a", "y")}, []string{"a"}, true},
+		{"an empty run watches nothing", []rebalance.Workload{}, nil, false},
+		{"too many namespaces watch them all", many, []string{""}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			namespaces, clusterScoped := scope(tt.workloads)
+			assert.Equal(t, tt.namespaces, namespaces)
+			assert.Equal(t, tt.clusterScoped, clusterScoped)
+		})
+	}
 }
