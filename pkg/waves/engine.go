@@ -88,6 +88,15 @@ type Options struct {
 	// LedgerInterval is how often, at most, the triggers written are
 	// handed to the ledger (a recorded run's status). Zero means 1s.
 	LedgerInterval time.Duration
+	// Gates are approval gates: after Gates[i] of the workloads this run
+	// starts are finished (none in flight), the run calls Approve and
+	// starts no further workload until it returns. Ascending; a gate at 0
+	// waits before the first start (a run resumed at a step boundary).
+	Gates []int
+	// Approve waits for gate i to be approved. It returns nil to go on, or
+	// an error when it cannot wait any longer; a run whose context ended
+	// stops as its cause says (interrupted, aborted).
+	Approve func(ctx context.Context, gate int) error
 }
 
 // Status counts the workloads of a run.
@@ -99,6 +108,8 @@ type Status struct {
 	Started time.Time
 	// Stop is set once the run stopped starting workloads early.
 	Stop StopReason
+	// Paused is set while the run waits at an approval gate (Options.Gates).
+	Paused bool
 }
 
 // Result is how a waved run ended.
@@ -313,12 +324,38 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	if e.MaxFailures > 0 && spent >= e.MaxFailures {
 		stop(StopFailureBudget, budgetMessage(0, spent, e.MaxFailures))
 	}
+	gate := 0
+	gated := func() bool {
+		for gate < len(e.Gates) && e.Approve != nil && e.Gates[gate] < next {
+			gate++ // passed already (a gate inside a step of one)
+		}
+		return gate < len(e.Gates) && e.Approve != nil && next >= e.Gates[gate] && next < len(slots)
+	}
 	for {
 		now := time.Now()
 		resting = slices.DeleteFunc(resting, func(until time.Time) bool { return !until.After(now) })
-		for result.Stop == StopNone && next < len(slots) && status.InFlight+len(resting) < maxInFlight {
+		for result.Stop == StopNone && next < len(slots) && status.InFlight+len(resting) < maxInFlight && !gated() {
 			start(next)
 			next++
+			report()
+		}
+		if result.Stop == StopNone && status.InFlight == 0 && gated() && ctx.Err() == nil {
+			// Every workload of the step is done: wait for a person.
+			status.Paused = true
+			report()
+			err := e.Approve(ctx, gate)
+			status.Paused = false
+			if err == nil {
+				gate++
+				report()
+				continue
+			}
+			if ctx.Err() == nil {
+				stop(StopError, err.Error())
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
 			report()
 		}
 		if status.InFlight == 0 && (next == len(slots) || result.Stop != StopNone) {
