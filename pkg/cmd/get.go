@@ -390,6 +390,9 @@ func (o *GetOptions) printOne(rb *appsv1alpha1.WorkloadRebalancer) error {
 	if mark, ok := record.Aborted(rb); ok {
 		line += "; aborted by " + mark.String()
 	}
+	if steps := record.StepsText(rb); steps != "" {
+		line += "; " + steps
+	}
 	if rb.Spec.TTLSecondsAfterFinished != nil {
 		line += "; ttl " + ttlText(rb) + ", left: " + ttlLeftText(rb, now)
 	}

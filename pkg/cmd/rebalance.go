@@ -241,6 +241,7 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdFailback(streams))
 	cmd.AddCommand(NewCmdGet(streams))
 	cmd.AddCommand(NewCmdAbort(streams))
+	cmd.AddCommand(NewCmdApprove(streams))
 	cmd.AddCommand(NewCmdResume(streams))
 	cmd.AddCommand(NewCmdRecover(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
@@ -421,6 +422,8 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitError, err)
 	case recorded && isReport(o.OutputFormat):
 		return withExitCode(ExitError, fmt.Errorf("-o %s reports plain runs; a recorded run (--name, --ttl, --server-side or a WorkloadRebalancer manifest) is shown by 'kubectl rebalance get NAME'", o.OutputFormat))
+	case !recorded && len(o.steps) > 0:
+		return withExitCode(ExitError, fmt.Errorf("--steps needs a recorded run, so that `kubectl rebalance approve NAME` can find it: add --name NAME (e.g. --name canary %s); nothing was written", waves.StepsExample))
 	case recorded:
 		if err := o.checkRebalancerServed(ctx, mapper); err != nil {
 			return err
@@ -518,6 +521,7 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 				Pause:            o.Pause,
 			},
 			Given: o.Order == orderGiven,
+			Steps: o.steps,
 		}
 		// What `get -w` and `kubectl rebalance resume` need of a waved
 		// record beyond what it lists (rebalance_planned.go).

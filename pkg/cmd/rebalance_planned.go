@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/record"
+	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/waves"
 )
 
 // planAnnotations keeps on a waved record what `resume` needs beyond what
@@ -17,6 +18,7 @@ func (o *RebalanceOptions) planAnnotations(targets []rebalance.Target) map[strin
 	opts := record.RunOptions{
 		MaxInFlight: o.MaxInFlight, WaitReady: o.WaitReady, ProgressDeadline: metav1.Duration{Duration: o.ProgressDeadline},
 		MaxFailures: o.MaxFailures, Pause: metav1.Duration{Duration: o.Pause}, Order: o.Order, TTL: o.ttl,
+		Steps: waves.FormatSteps(o.steps),
 	}
 	out, err := record.PlanAnnotations(rebalance.DistinctWorkloads(targets), opts)
 	if err != nil && o.recordFlagsGiven() {

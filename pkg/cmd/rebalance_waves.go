@@ -48,6 +48,9 @@ type waveOptions struct {
 	Order            string
 	Quiet            bool
 	Interactive      bool
+	// StepsFlag is --steps; steps its value once validated.
+	StepsFlag string
+	steps     []waves.Step
 	// timeoutGiven is set when --timeout was on the command line.
 	timeoutGiven bool
 }
@@ -64,6 +67,7 @@ func (o *RebalanceOptions) addWaveFlags(cmd *cobra.Command) {
 	flags.IntVar(&o.MaxFailures, "max-failures", 0, "With --max-in-flight, stop starting workloads once this many failed; those in flight are finished and reported, the rest stay pending (exit code 2). 0 means no limit.")
 	durationVar(flags, &o.Pause, "pause", 0, "With --max-in-flight, keep a slot free this long after its workload finished before the next workload takes it (a pause between waves).")
 	flags.StringVar(&o.Order, "order", o.Order, `With --max-in-flight, the order workloads start in: "crd" (a WorkloadRebalancer's order: apiVersion, kind, namespace, name) or "given" (the order of the arguments, files or listing).`)
+	flags.StringVar(&o.StepsFlag, "steps", "", "Pause a recorded run (--name, --ttl or a WorkloadRebalancer manifest) at approval gates: counts of workloads or percentages of all of them, such as 1,10%,100% (move 1 workload; wait for 'kubectl rebalance approve NAME'; go on up to 10% of them; wait; then the rest). Each step ends once its workloads are done; the record shows the pause (annotation kubectl-rebalance.io/paused-at-step). Goes in waves: without --max-in-flight, one workload at a time.")
 	flags.BoolVar(&o.Quiet, "quiet", false, "Print no progress and no announcement of a large run on stderr; the results and the summary are still printed.")
 	flags.BoolVarP(&o.Interactive, "interactive", "i", false, "List the workloads and ask before writing anything; only \"y\" goes on.")
 	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{orderCRD, orderGiven}, cobra.ShellCompDirectiveNoFileComp))
@@ -72,6 +76,25 @@ func (o *RebalanceOptions) addWaveFlags(cmd *cobra.Command) {
 // validateWaves checks the wave flags.
 func (o *RebalanceOptions) validateWaves(cmd *cobra.Command) error {
 	o.timeoutGiven = cmd.Flags().Changed("timeout")
+	o.steps = nil
+	if cmd.Flags().Changed("steps") {
+		steps, err := waves.ParseSteps(o.StepsFlag)
+		switch {
+		case err != nil:
+			return cmdutil.UsageErrorf(cmd, "%v", err)
+		case o.DryRun != rebalance.DryRunNone:
+			return cmdutil.UsageErrorf(cmd, "--steps pauses a run that writes: leave out --dry-run, or --steps")
+		case o.ServerSide:
+			return cmdutil.UsageErrorf(cmd, "--steps cannot be combined with --server-side: Karmada's controller triggers every workload at once; e.g. --name NAME %s", waves.StepsExample)
+		case !o.Wait:
+			return cmdutil.UsageErrorf(cmd, "--steps needs --wait: a step ends when its workloads are done, which is only known by waiting")
+		}
+		o.steps = steps
+		if o.MaxInFlight == 0 {
+			// Gates go in waves; a careful rollout moves one at a time.
+			o.MaxInFlight = 1
+		}
+	}
 	waveOnly := []string{"wait-ready", "progress-deadline", "max-failures", "pause", "order"}
 	switch {
 	case o.MaxInFlight < 0:

@@ -28,6 +28,13 @@ func TestWaveUsageErrors(t *testing.T) {
 		{name: "wave flag without waves", args: []string{"--max-failures=2"}, wantErr: "error: --max-failures applies to waves only: add --max-in-flight N\n"},
 		{name: "waves without waiting", args: []string{"--max-in-flight=2", "--wait=false"}, wantErr: "error: --max-in-flight needs --wait"},
 		{name: "waves server-side", args: []string{"--max-in-flight=2", "--server-side"}, wantErr: "error: --max-in-flight cannot be combined with --server-side"},
+		{name: "steps of zero", args: []string{"--name=canary", "--steps=0,100%"}, wantErr: `error: invalid --steps "0,100%": "0" is neither a count of workloads (1 or more) nor a percentage of them (such as 10%); e.g. --steps 1,10%,100%`},
+		{name: "steps past 100%", args: []string{"--name=canary", "--steps=1,200%"}, wantErr: `error: invalid --steps "1,200%": "200%" is not a percentage from 1% to 100%; e.g. --steps 1,10%,100%`},
+		{name: "steps that shrink", args: []string{"--name=canary", "--steps=50%,10%"}, wantErr: `error: invalid --steps "50%,10%": the steps must grow`},
+		{name: "empty steps", args: []string{"--name=canary", "--steps="}, wantErr: `error: invalid --steps "": give at least one step`},
+		{name: "steps server-side", args: []string{"--steps=1,100%", "--server-side"}, wantErr: "error: --steps cannot be combined with --server-side"},
+		{name: "steps without waiting", args: []string{"--name=canary", "--steps=1,100%", "--wait=false"}, wantErr: "error: --steps needs --wait"},
+		{name: "steps of a dry run", args: []string{"--steps=1,100%", "--dry-run=client"}, wantErr: "error: --steps pauses a run that writes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,7 +78,35 @@ var (
 		kubectl rebalance get fleet-after-failover -w`)
 )
 
-// steerOptions are what abort and resume share: the record and the
+var (
+	approveLong = templates.LongDesc(`
+		Approve the next step of a recorded run paused at an approval gate
+		(kubectl rebalance --steps): record on its WorkloadRebalancer that
+		the step it waits at is approved, with who and when, so that the
+		process running it - on this machine or any other - goes on with
+		the next step. The approval stays on the record: when that process
+		is gone, 'kubectl rebalance resume NAME' continues past the steps
+		approved.
+
+		Who is the user the Karmada apiserver authenticates (a
+		SelfSubjectReview), or the kubeconfig's user where the server cannot
+		tell. 'kubectl rebalance get NAME' shows the pause and the
+		approvals; 'kubectl describe workloadrebalancer NAME' the events
+		RebalancePaused and RebalanceApproved.
+
+		Exit codes: 0 the step is approved (or already was); 1 the record
+		does not exist, is not paused at a step, or cannot be written.`)
+
+	approveExample = templates.Examples(`
+		# Move one workload, look, then approve the rest (two terminals, or two machines)
+		kubectl rebalance deployments -n shop --all --name shop-canary --steps 1,100%
+		kubectl rebalance approve shop-canary
+
+		# See where a run waits before approving
+		kubectl rebalance get shop-canary`)
+)
+
+// steerOptions are what abort, approve and resume share: the record and the
 // Karmada apiserver.
 type steerOptions struct {
 	Name        string
@@ -241,6 +269,54 @@ func NewCmdAbort(streams genericiooptions.IOStreams) *cobra.Command {
 	})
 }
 
+// NewCmdApprove builds `kubectl rebalance approve NAME`.
+func NewCmdApprove(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &steerOptions{IOStreams: streams, Timeout: defaultGetTimeout, guard: &requestGuard{}}
+	return newSteerCmd(o, "approve NAME", "Let a recorded run paused at a step (--steps) go on, from any machine", approveLong, approveExample, func(ctx context.Context) error {
+		ctx, stop := signalContext(ctx)
+		defer stop()
+		ctx, cancel := deadlineContext(o.guard.runs(ctx), time.Now().Add(o.Timeout))
+		defer cancel()
+		rb, err := o.get(ctx)
+		if err != nil {
+			return withExitCode(ExitError, err)
+		}
+		step, paused := record.PausedAt(rb)
+		if !paused {
+			return withExitCode(ExitError, notPausedError(rb))
+		}
+		if a, ok := record.Approved(rb, step); ok {
+			fmt.Fprintf(o.ErrOut, "workloadrebalancer %s: %s already\n", o.Name, a)
+			return nil
+		}
+		who := o.whoAmI(ctx)
+		now := time.Now()
+		patched, err := o.patch(ctx, rb, func(rb *appsv1alpha1.WorkloadRebalancer) ([]byte, error) {
+			return record.ApprovePatch(rb, step, who, now)
+		})
+		if err != nil {
+			return withExitCode(ExitError, err)
+		}
+		a, _ := record.Approved(patched, step)
+		fmt.Fprintf(o.Out, "workloadrebalancer.%s/%s approved\n", appsv1alpha1.GroupName, o.Name)
+		fmt.Fprintf(o.ErrOut, "%s: the process running it goes on with the next step; if it is gone, `kubectl rebalance resume %s` continues; `kubectl rebalance get %s -w` follows it\n",
+			a, o.Name, o.Name)
+		return nil
+	})
+}
+
+// notPausedError says why a record has nothing to approve, and what to do.
+func notPausedError(rb *appsv1alpha1.WorkloadRebalancer) error {
+	opts, _ := record.Options(rb)
+	switch {
+	case opts.Steps == "":
+		return fmt.Errorf("workloadrebalancer %s has no approval gates (its run was not started with --steps), so there is nothing to approve", rb.Name)
+	case rb.Status.FinishTime != nil && !record.HasPending(rb.Status):
+		return fmt.Errorf("workloadrebalancer %s is not paused: its run is finished", rb.Name)
+	}
+	return fmt.Errorf("workloadrebalancer %s is not paused at a step now (--steps %s), so there is nothing to approve yet; `kubectl rebalance get %s -w` shows when it pauses", rb.Name, opts.Steps, rb.Name)
+}
+
 // NewCmdResume builds `kubectl rebalance resume NAME`.
 func NewCmdResume(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &steerOptions{IOStreams: streams, Timeout: defaultGetTimeout, guard: &requestGuard{}}
@@ -339,6 +415,11 @@ func resumeArgs(rb *appsv1alpha1.WorkloadRebalancer) ([]string, []byte, error) {
 		"--max-failures", strconv.Itoa(opts.MaxFailures), "--pause", opts.Pause.Duration.String()}
 	if opts.Order != "" {
 		args = append(args, "--order", opts.Order)
+	}
+	if opts.Steps != "" {
+		// The steps count over every workload of the run: those behind
+		// the record are passed, those approved on it are not asked again.
+		args = append(args, "--steps", opts.Steps)
 	}
 	if rb.Spec.TTLSecondsAfterFinished == nil && opts.TTL != nil {
 		// A growing record gets its ttl once every workload is listed.

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1alpha1 "github.com/karmada-io/karmada/pkg/apis/apps/v1alpha1"
@@ -106,6 +107,9 @@ type RunOptions struct {
 	// TTL is the record's ttl, which a growing record only gets once every
 	// workload is listed.
 	TTL *int32 `json:"ttl,omitempty"`
+	// Steps are the run's approval gates, as --steps takes them
+	// ("1,10%,100%"); empty without gates.
+	Steps string `json:"steps,omitempty"`
 }
 
 // PlanAnnotations returns the annotations that keep a waved run's workloads
@@ -156,4 +160,113 @@ func Options(rb *appsv1alpha1.WorkloadRebalancer) (RunOptions, bool) {
 		return RunOptions{}, false
 	}
 	return opts, true
+}
+
+// PausedAtStepAnnotation on a record says that its run waits at an
+// approval gate (--steps) for `kubectl rebalance approve NAME`: the number
+// of the step it finished, from 1. The run writes it when it pauses and
+// removes it when it goes on; approve removes it too.
+const PausedAtStepAnnotation = "kubectl-rebalance.io/paused-at-step"
+
+// ApprovedAnnotation on a record lists the steps approved, with who and
+// when (Approvals, JSON), so that a run resumed after its process was gone
+// goes on past them.
+const ApprovedAnnotation = "kubectl-rebalance.io/approved"
+
+// Approval is one approved step.
+type Approval struct {
+	Step int         `json:"step"`
+	By   string      `json:"by"`
+	At   metav1.Time `json:"at"`
+}
+
+// String says it for a person: "step 1 approved by alice at TIME".
+func (a Approval) String() string {
+	return fmt.Sprintf("step %d approved by %s", a.Step, AbortMark{By: a.By, At: a.At})
+}
+
+// PausedAt returns the step whose end the run of rb waits at; false when it
+// does not wait.
+func PausedAt(rb *appsv1alpha1.WorkloadRebalancer) (int, bool) {
+	if rb == nil {
+		return 0, false
+	}
+	raw, ok := rb.Annotations[PausedAtStepAnnotation]
+	if !ok {
+		return 0, false
+	}
+	var step int
+	if _, err := fmt.Sscan(raw, &step); err != nil || step < 1 {
+		return 0, false
+	}
+	return step, true
+}
+
+// Approvals returns the steps approved on rb, in the order approved. A list
+// that does not parse counts as none.
+func Approvals(rb *appsv1alpha1.WorkloadRebalancer) []Approval {
+	if rb == nil {
+		return nil
+	}
+	raw, ok := rb.Annotations[ApprovedAnnotation]
+	if !ok {
+		return nil
+	}
+	var out []Approval
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil
+	}
+	return out
+}
+
+// Approved returns the approval of step on rb; false when it has none.
+func Approved(rb *appsv1alpha1.WorkloadRebalancer, step int) (Approval, bool) {
+	for _, a := range Approvals(rb) {
+		if a.Step == step {
+			return a, true
+		}
+	}
+	return Approval{}, false
+}
+
+// PausePatch is the merge patch that says the run waits at the end of step.
+func PausePatch(step int) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{PausedAtStepAnnotation: fmt.Sprint(step)},
+	}})
+}
+
+// ResumedPatch is the merge patch that says the run no longer waits.
+func ResumedPatch() ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{PausedAtStepAnnotation: nil},
+	}})
+}
+
+// ApprovePatch is the merge patch that approves step by by at at (added to
+// the approvals rb has) and ends the pause, guarded by rb's resource
+// version so that two approvals at once do not drop one.
+func ApprovePatch(rb *appsv1alpha1.WorkloadRebalancer, step int, by string, at time.Time) ([]byte, error) {
+	approvals := append(Approvals(rb), Approval{Step: step, By: by, At: metav1.NewTime(at.UTC().Truncate(time.Second))})
+	raw, err := json.Marshal(approvals)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": rb.ResourceVersion,
+		"annotations":     map[string]any{ApprovedAnnotation: string(raw), PausedAtStepAnnotation: nil},
+	}})
+}
+
+// StepsText says where a run with approval gates stands, for `get`: the
+// step it waits at and the approvals so far; "" for a run without either.
+func StepsText(rb *appsv1alpha1.WorkloadRebalancer) string {
+	var parts []string
+	if step, ok := PausedAt(rb); ok {
+		parts = append(parts, fmt.Sprintf("paused after step %d, waiting for `kubectl rebalance approve %s`", step, rb.Name))
+	}
+	for _, a := range Approvals(rb) {
+		parts = append(parts, a.String())
+	}
+	return strings.Join(parts, "; ")
 }

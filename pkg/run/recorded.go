@@ -159,9 +159,15 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
-			// `kubectl rebalance abort` stops starting workloads (abort.go).
-			ctx, stopAbort := e.watchAbort(ctx, recordName, notice)
-			defer stopAbort()
+			// `kubectl rebalance abort` stops starting workloads, `approve`
+			// lets a run paused at a step go on (abort.go, gates.go).
+			ctx, watched, stopWatch := e.watchRecord(ctx, recordName, notice)
+			defer stopWatch()
+			if req.waved() && len(req.Waves.Steps) > 0 {
+				gates := &stepGates{engine: e, name: recordName, steps: req.Waves.Steps, total: len(plan.grow),
+					watched: watched, events: events, notice: notice}
+				gates.place(engine, len(rebalance.DistinctWorkloads(targets)))
+			}
 			engine.FreshTrigger = fresh
 			if mover != nil {
 				engine.Handover = recordMoves(mover, runner, engine.WaitReady, fresh, hold, left)

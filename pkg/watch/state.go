@@ -272,6 +272,11 @@ type Summary struct {
 	FailuresSpent, MaxFailures int
 	// Aborted is set once someone aborted the run.
 	Aborted *record.AbortMark
+	// PausedAt is the step whose end the run waits at for an approval
+	// (--steps); 0 when it does not wait.
+	PausedAt int
+	// Approvals are the steps approved so far.
+	Approvals []record.Approval
 	// WaitingFor says what the run waits for now.
 	WaitingFor string
 	// Finished is set when nothing is left to happen: status.finishTime is
@@ -290,6 +295,8 @@ func Summarize(rb *appsv1alpha1.WorkloadRebalancer, rows []Row) Summary {
 	if mark, ok := record.Aborted(rb); ok {
 		s.Aborted = &mark
 	}
+	s.PausedAt, _ = record.PausedAt(rb)
+	s.Approvals = record.Approvals(rb)
 	var moving, waiting []Row
 	for _, row := range rows {
 		s.Counts[row.State]++
@@ -317,6 +324,8 @@ func Summarize(rb *appsv1alpha1.WorkloadRebalancer, rows []Row) Summary {
 		}
 	case s.Aborted != nil:
 		s.WaitingFor = "the aborted run to record that it stopped"
+	case s.PausedAt > 0:
+		s.WaitingFor = fmt.Sprintf("an approval of step %d: `kubectl rebalance approve %s`", s.PausedAt, s.Name)
 	case len(waiting) > 0:
 		s.WaitingFor = fmt.Sprintf("%d workload(s) to start", len(waiting))
 	default:
@@ -360,6 +369,9 @@ func (s Summary) String() string {
 	}
 	if s.Aborted != nil {
 		line += "; aborted by " + s.Aborted.String()
+	}
+	for _, a := range s.Approvals {
+		line += "; " + a.String()
 	}
 	return line + "; waiting for " + s.WaitingFor
 }

@@ -215,6 +215,16 @@ func TestSummarize(t *testing.T) {
 			}),
 			rows: []Row{done, {Workload: api, State: StateWaiting}},
 			line: "workloadrebalancer fleet: 2 workloads (1 waiting, 1 done); failure budget 0/3 spent; aborted by alice; waiting for the aborted run to record that it stopped"},
+		{name: "paused at a step",
+			rb: rebalancer(func(rb *appsv1alpha1.WorkloadRebalancer) {
+				rb.Annotations = map[string]string{record.PausedAtStepAnnotation: "2",
+					record.ApprovedAnnotation: `[{"step":1,"by":"bob","at":"2026-01-02T03:04:05Z"}]`}
+				for k, v := range planned {
+					rb.Annotations[k] = v
+				}
+			}),
+			rows: []Row{done, {Workload: api, State: StateWaiting}},
+			line: "workloadrebalancer fleet: 2 workloads (1 waiting, 1 done); failure budget 0/3 spent; step 1 approved by bob at 2026-01-02T03:04:05Z; waiting for an approval of step 2: `kubectl rebalance approve fleet`"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
