@@ -110,6 +110,14 @@ type Status struct {
 	Stop StopReason
 	// Paused is set while the run waits at an approval gate (Options.Gates).
 	Paused bool
+	// Moving are the workloads in flight, in the order they started.
+	Moving []Moving
+}
+
+// Moving is a workload in flight.
+type Moving struct {
+	Workload rebalance.Workload
+	Since    time.Time
 }
 
 // Result is how a waved run ended.
@@ -243,6 +251,8 @@ type slot struct {
 	target  rebalance.Target
 	row     rebalance.Row
 	started bool
+	// startedAt is when its move started.
+	startedAt time.Time
 	// finished is set once the workload's move returned.
 	finished bool
 	failed   bool
@@ -270,9 +280,16 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	status := Status{Total: len(slots), Pending: len(slots), Started: time.Now()}
 	spent := e.FailuresSpent
 	report := func() {
-		if e.Progress != nil {
-			e.Progress(status)
+		if e.Progress == nil {
+			return
 		}
+		status.Moving = status.Moving[:0:0]
+		for _, s := range slots {
+			if s.started && !s.finished {
+				status.Moving = append(status.Moving, Moving{Workload: s.target.Workload, Since: s.startedAt})
+			}
+		}
+		e.Progress(status)
 	}
 	report()
 
@@ -286,7 +303,7 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	var wg sync.WaitGroup
 	start := func(i int) {
 		s := slots[i]
-		s.started = true
+		s.started, s.startedAt = true, time.Now()
 		status.Pending--
 		status.InFlight++
 		wg.Add(1)
