@@ -128,6 +128,9 @@ var (
 		# Rebalance every Deployment in waves: 20 at a time, each rescheduled and ready within 5m, stopping after 3 failures
 		kubectl rebalance deployments -A --max-in-flight 20 --progress-deadline 5m --max-failures 3 --name fleet-rebalance
 
+		# Move one workload and wait; after 'kubectl rebalance approve shop-canary' (from any machine) move the rest
+		kubectl rebalance deployments --all -n shop --name shop-canary --steps 1,100%
+
 		# Use a Karmada apiserver context from a kubeconfig shared with member clusters
 		kubectl rebalance deploy/nginx --karmada-context karmada-apiserver`)
 )
