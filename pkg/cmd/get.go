@@ -63,6 +63,8 @@ type GetOptions struct {
 	PrintFlags *genericclioptions.PrintFlags
 	NoHeaders  bool
 	Timeout    time.Duration
+	// Watch is -w: follow the run live (get_watch.go).
+	Watch bool
 
 	// Set by Complete.
 	Name         string
@@ -70,6 +72,7 @@ type GetOptions struct {
 	ConfigFlags  *genericclioptions.ConfigFlags
 	printer      printers.ResourcePrinter
 	client       appsclient.WorkloadRebalancerInterface
+	karmada      karmadaclient.Interface
 	discovery    discovery.DiscoveryInterface
 	guard        *requestGuard
 	now          func() time.Time
@@ -118,6 +121,7 @@ func NewCmdGet(streams genericiooptions.IOStreams) *cobra.Command {
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(append([]string{"wide"}, o.PrintFlags.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the table's header line (default and wide output).")
 	durationVar(cmd.Flags(), &o.Timeout, "timeout", o.Timeout, "How long to wait for the Karmada apiserver before giving up (exit code 1).")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", o.Watch, "Follow the run live, from watches of the WorkloadRebalancer and its workloads' bindings: one row per workload as its state changes (waiting, held, staging, settling, released, done, failed, ignored), a summary line on stderr, and, with a NAME, the final table once the run is finished.")
 	return cmd
 }
 
@@ -149,6 +153,9 @@ func (o *GetOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout must be greater than zero, got %s", o.Timeout)
 	}
+	if o.Watch && o.printer != nil {
+		return fmt.Errorf("--watch prints tables only; leave out -o %s (or use -o wide)", o.OutputFormat)
+	}
 
 	config, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
@@ -160,6 +167,7 @@ func (o *GetOptions) Complete(cmd *cobra.Command, args []string) error {
 		return kubeconfigError(o.ConfigFlags, err)
 	}
 	o.client = client.AppsV1alpha1().WorkloadRebalancers()
+	o.karmada = client
 	o.discovery = client.Discovery()
 	return nil
 }
@@ -172,6 +180,9 @@ func (o *GetOptions) Run(ctx context.Context) error {
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	ctx = o.guard.runs(ctx)
+	if o.Watch {
+		return o.runWatch(ctx)
+	}
 	reqCtx, cancel := deadlineContext(ctx, time.Now().Add(o.Timeout))
 	defer cancel()
 	if o.Name != "" {
@@ -402,6 +413,12 @@ func (o *GetOptions) printOne(rb *appsv1alpha1.WorkloadRebalancer) error {
 	}
 	if rb.Status.FinishTime != nil {
 		line += "; finished at " + finishTimeText(rb)
+	}
+	if mark, ok := record.Aborted(rb); ok {
+		line += "; aborted by " + mark.String()
+	}
+	if steps := record.StepsText(rb); steps != "" {
+		line += "; " + steps
 	}
 	if rb.Spec.TTLSecondsAfterFinished != nil {
 		line += "; ttl " + ttlText(rb) + ", left: " + ttlLeftText(rb, now)

@@ -126,6 +126,9 @@ var (
 		# Rebalance every Deployment in waves: 20 at a time, each rescheduled and ready within 5m, stopping after 3 failures
 		kubectl rebalance deployments -A --max-in-flight 20 --progress-deadline 5m --max-failures 3 --name fleet-rebalance
 
+		# Move one workload and wait; after 'kubectl rebalance approve shop-canary' (from any machine) move the rest
+		kubectl rebalance deployments --all -n shop --name shop-canary --steps 1,100%
+
 		# Use a Karmada apiserver context from a kubeconfig shared with member clusters
 		kubectl rebalance deploy/nginx --karmada-context karmada-apiserver`)
 )
@@ -238,6 +241,9 @@ func NewCmdRebalance(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdDeschedule(streams))
 	cmd.AddCommand(NewCmdFailback(streams))
 	cmd.AddCommand(NewCmdGet(streams))
+	cmd.AddCommand(NewCmdAbort(streams))
+	cmd.AddCommand(NewCmdApprove(streams))
+	cmd.AddCommand(NewCmdResume(streams))
 	cmd.AddCommand(NewCmdRecover(streams))
 	cmd.AddCommand(NewCmdPlan(f, o, streams))
 	cmd.AddCommand(NewCmdOptions(streams))
@@ -416,6 +422,8 @@ func (o *RebalanceOptions) Run(ctx context.Context) error {
 		return withExitCode(ExitError, err)
 	case recorded && isReport(o.OutputFormat):
 		return withExitCode(ExitError, fmt.Errorf("-o %s reports plain runs; a recorded run (--name, --ttl, --server-side or a WorkloadRebalancer manifest) is shown by 'kubectl rebalance get NAME'", o.OutputFormat))
+	case !recorded && len(o.steps) > 0:
+		return withExitCode(ExitError, fmt.Errorf("--steps needs a recorded run, so that `kubectl rebalance approve NAME` can find it: add --name NAME (e.g. --name canary %s); nothing was written", waves.StepsExample))
 	case recorded:
 		if err := o.checkRebalancerServed(ctx, mapper); err != nil {
 			return err
@@ -513,7 +521,11 @@ func (o *RebalanceOptions) request(resolved *rebalance.Resolved) run.Request {
 				Pause:            o.Pause,
 			},
 			Given: o.Order == orderGiven,
+			Steps: o.steps,
 		}
+		// What `get -w` and `kubectl rebalance resume` need of a waved
+		// record beyond what it lists (rebalance_planned.go).
+		req.Record.Annotations = o.planAnnotations(resolved.Targets)
 	}
 	return req
 }

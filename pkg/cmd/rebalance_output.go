@@ -120,6 +120,11 @@ func (r *runOutput) hooks() run.Hooks {
 
 func (r *runOutput) notice(line string) {
 	r.progress.Clear()
+	if r.waves != nil {
+		// Above the live display, which is drawn again below.
+		r.waves.Notice(line)
+		return
+	}
 	fmt.Fprintln(r.o.ErrOut, line)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+	kterm "k8s.io/kubectl/pkg/util/term"
 
 	rbprinters "github.com/kubectl-rebalance/kubectl-rebalance/pkg/printers"
 	"github.com/kubectl-rebalance/kubectl-rebalance/pkg/rebalance"
@@ -48,6 +49,9 @@ type waveOptions struct {
 	Order            string
 	Quiet            bool
 	Interactive      bool
+	// StepsFlag is --steps; steps its value once validated.
+	StepsFlag string
+	steps     []waves.Step
 	// timeoutGiven is set when --timeout was on the command line.
 	timeoutGiven bool
 }
@@ -64,6 +68,7 @@ func (o *RebalanceOptions) addWaveFlags(cmd *cobra.Command) {
 	flags.IntVar(&o.MaxFailures, "max-failures", 0, "With --max-in-flight, stop starting workloads once this many failed; those in flight are finished and reported, the rest stay pending (exit code 2). 0 means no limit.")
 	durationVar(flags, &o.Pause, "pause", 0, "With --max-in-flight, keep a slot free this long after its workload finished before the next workload takes it (a pause between waves).")
 	flags.StringVar(&o.Order, "order", o.Order, `With --max-in-flight, the order workloads start in: "crd" (a WorkloadRebalancer's order: apiVersion, kind, namespace, name) or "given" (the order of the arguments, files or listing).`)
+	flags.StringVar(&o.StepsFlag, "steps", "", "Pause a recorded run (--name, --ttl or a WorkloadRebalancer manifest) at approval gates: counts of workloads or percentages of all of them, such as 1,10%,100% (move 1 workload; wait for 'kubectl rebalance approve NAME'; go on up to 10% of them; wait; then the rest). Each step ends once its workloads are done; the record shows the pause (annotation kubectl-rebalance.io/paused-at-step). Goes in waves: without --max-in-flight, one workload at a time.")
 	flags.BoolVar(&o.Quiet, "quiet", false, "Print no progress and no announcement of a large run on stderr; the results and the summary are still printed.")
 	flags.BoolVarP(&o.Interactive, "interactive", "i", false, "List the workloads and ask before writing anything; only \"y\" goes on.")
 	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{orderCRD, orderGiven}, cobra.ShellCompDirectiveNoFileComp))
@@ -72,6 +77,25 @@ func (o *RebalanceOptions) addWaveFlags(cmd *cobra.Command) {
 // validateWaves checks the wave flags.
 func (o *RebalanceOptions) validateWaves(cmd *cobra.Command) error {
 	o.timeoutGiven = cmd.Flags().Changed("timeout")
+	o.steps = nil
+	if cmd.Flags().Changed("steps") {
+		steps, err := waves.ParseSteps(o.StepsFlag)
+		switch {
+		case err != nil:
+			return cmdutil.UsageErrorf(cmd, "%v", err)
+		case o.DryRun != rebalance.DryRunNone:
+			return cmdutil.UsageErrorf(cmd, "--steps pauses a run that writes: leave out --dry-run, or --steps")
+		case o.ServerSide:
+			return cmdutil.UsageErrorf(cmd, "--steps cannot be combined with --server-side: Karmada's controller triggers every workload at once; e.g. --name NAME %s", waves.StepsExample)
+		case !o.Wait:
+			return cmdutil.UsageErrorf(cmd, "--steps needs --wait: a step ends when its workloads are done, which is only known by waiting")
+		}
+		o.steps = steps
+		if o.MaxInFlight == 0 {
+			// Gates go in waves; a careful rollout moves one at a time.
+			o.MaxInFlight = 1
+		}
+	}
 	waveOnly := []string{"wait-ready", "progress-deadline", "max-failures", "pause", "order"}
 	switch {
 	case o.MaxInFlight < 0:
@@ -224,52 +248,98 @@ func deadlineText(d time.Duration) string {
 	return d.String()
 }
 
-// waveProgress shows how far a waved run got: on a terminal a live line,
-// redrawn in place; elsewhere (CI, logs) one plain line every few seconds.
+// waveProgress shows how far a waved run got: on a terminal a small
+// display, redrawn in place - the counts, then the workloads in flight
+// and how long each has been moving, or the approval a paused run waits
+// for; elsewhere (CI, logs) one plain line every few seconds.
 type waveProgress struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
 	quiet    bool
-	shown    bool
-	last     time.Time
-	latest   waves.Status
-	stop     chan struct{}
-	stopped  sync.WaitGroup
+	// lines is how many lines the display holds now (0: none drawn).
+	lines  int
+	last   time.Time
+	latest waves.Status
+	stop   chan struct{}
+	// stopped waits for the plain lines' ticker to end.
+	stopped sync.WaitGroup
 }
+
+// maxMovingLines bounds the workloads in flight the display lists.
+const maxMovingLines = 8
 
 // newWaveProgress starts the progress of a run writing to w.
 func newWaveProgress(w io.Writer, quiet bool) *waveProgress {
 	p := &waveProgress{w: w, terminal: printers.IsTerminal(w), quiet: quiet, stop: make(chan struct{})}
-	if !quiet && !p.terminal {
+	if !quiet {
 		p.stopped.Add(1)
 		go p.tick()
 	}
 	return p
 }
 
-// Update takes new counts; a terminal line is redrawn at most every
-// progressInterval.
+// Update takes new counts; the terminal display is redrawn at most every
+// progressInterval, and at once when the run pauses.
 func (p *waveProgress) Update(s waves.Status) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	paused := s.Paused && !p.latest.Paused
 	p.latest = s
 	if p.quiet || !p.terminal {
 		return
 	}
 	now := time.Now()
-	if now.Sub(p.last) < progressInterval {
+	if now.Sub(p.last) < progressInterval && !paused {
 		return
 	}
 	p.last = now
-	p.shown = true
-	fmt.Fprintf(p.w, "\r\033[K%s", progressText(s, now))
+	p.drawLocked(now)
 }
 
-// tick writes a plain line every plainProgressInterval while the run goes on.
+// drawLocked replaces the display with the latest counts.
+func (p *waveProgress) drawLocked(now time.Time) {
+	lines := progressDisplay(p.latest, now, terminalWidth(p.w))
+	p.clearLocked()
+	fmt.Fprint(p.w, strings.Join(lines, "\n"))
+	p.lines = len(lines)
+}
+
+// clearLocked removes the display, leaving the cursor where it began.
+func (p *waveProgress) clearLocked() {
+	if p.lines == 0 {
+		return
+	}
+	if p.lines > 1 {
+		fmt.Fprintf(p.w, "\033[%dA", p.lines-1)
+	}
+	fmt.Fprint(p.w, "\r\033[J")
+	p.lines = 0
+}
+
+// Notice prints line above the display: the display is cleared, the line
+// written, and the display drawn again below it.
+func (p *waveProgress) Notice(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	redraw := p.lines > 0
+	p.clearLocked()
+	fmt.Fprintln(p.w, line)
+	if redraw {
+		p.drawLocked(time.Now())
+	}
+}
+
+// tick writes a plain line every plainProgressInterval while the run goes
+// on, or redraws the terminal display every second (the time each workload
+// has been moving goes on when nothing else changes).
 func (p *waveProgress) tick() {
 	defer p.stopped.Done()
-	ticker := time.NewTicker(plainProgressInterval)
+	interval := plainProgressInterval
+	if p.terminal {
+		interval = time.Second
+	}
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -277,7 +347,11 @@ func (p *waveProgress) tick() {
 			return
 		case now := <-ticker.C:
 			p.mu.Lock()
-			if p.latest.Total > 0 {
+			switch {
+			case p.latest.Total == 0:
+			case p.terminal:
+				p.drawLocked(now)
+			default:
 				fmt.Fprintln(p.w, progressText(p.latest, now))
 			}
 			p.mu.Unlock()
@@ -285,7 +359,7 @@ func (p *waveProgress) tick() {
 	}
 }
 
-// Close ends the progress and clears a terminal line.
+// Close ends the progress and clears the terminal display.
 func (p *waveProgress) Close() {
 	select {
 	case <-p.stop:
@@ -295,10 +369,48 @@ func (p *waveProgress) Close() {
 	p.stopped.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.shown = false
+	p.clearLocked()
+}
+
+// progressDisplay is the terminal display of s: the counts line, then one
+// line per workload in flight (at most maxMovingLines), each cut to width
+// (0: no limit) so that the display can be redrawn in place.
+func progressDisplay(s waves.Status, now time.Time, width int) []string {
+	lines := []string{progressText(s, now)}
+	if s.Paused {
+		lines[0] += "; paused at a step, waiting for an approval (kubectl rebalance approve)"
 	}
+	for i, m := range s.Moving {
+		if i == maxMovingLines {
+			lines = append(lines, fmt.Sprintf("  ... and %d more in flight", len(s.Moving)-maxMovingLines))
+			break
+		}
+		name := rbprinters.WorkloadName(m.Workload)
+		if m.Workload.Namespace != "" {
+			name = m.Workload.Namespace + "/" + name
+		}
+		lines = append(lines, fmt.Sprintf("  moving %s for %s", name, now.Sub(m.Since).Round(time.Second)))
+	}
+	if width > 1 {
+		for i, line := range lines {
+			if len(line) >= width {
+				lines[i] = line[:width-1]
+			}
+		}
+	}
+	return lines
+}
+
+// terminalWidth is the width of the terminal w writes to; 0 when unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok {
+		return 0
+	}
+	if size := kterm.GetSize(f.Fd()); size != nil {
+		return int(size.Width)
+	}
+	return 0
 }
 
 // progressText renders counts, rate and ETA on one line, e.g.

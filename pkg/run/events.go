@@ -33,6 +33,10 @@ const (
 	ReasonInterrupted = "RebalanceInterrupted"
 	// ReasonFinished: every workload of the record has its result.
 	ReasonFinished = "RebalanceFinished"
+	// ReasonPaused: the run waits at an approval gate (--steps).
+	ReasonPaused = "RebalancePaused"
+	// ReasonApproved: a step was approved and the run goes on.
+	ReasonApproved = "RebalanceApproved"
 )
 
 // runEvents writes the events of one recorded run on its record. A nil
@@ -78,6 +82,19 @@ func (ev *runEvents) started(obj *appsv1alpha1.WorkloadRebalancer, req Request, 
 		what = fmt.Sprintf("Continuing the record: its pending workloads of %s, %s; none is triggered twice", plural(n, "workload"), how)
 	}
 	ev.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, what)
+}
+
+// note writes an event of the run itself (paused, approved).
+func (ev *runEvents) note(reason, message string) {
+	if ev == nil {
+		return
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.record == nil {
+		return
+	}
+	ev.recorder.Event(ev.record, corev1.EventTypeNormal, reason, message)
 }
 
 // workload writes the event of a workload whose move ended (the waves'

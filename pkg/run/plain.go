@@ -93,6 +93,9 @@ func WaveStop(res *waves.Result, recorded string) string {
 	if recorded != "" {
 		next = fmt.Sprintf("run the same command again to continue with them; workloadrebalancer %s records which workloads were triggered, and none is triggered twice", recorded)
 	}
+	if res.Stop == waves.StopAborted && recorded != "" {
+		next = fmt.Sprintf("`kubectl rebalance resume %s` continues with them; workloadrebalancer %s records which workloads were triggered, and none is triggered twice", recorded, recorded)
+	}
 	if res.Stop == waves.StopLedgerGone {
 		next = "the triggers already written stay; the run's record is gone, so running the same command again starts every workload again under a new one"
 	}

@@ -158,10 +158,21 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	// Workloads an existing record lists whose bindings an earlier run left
 	// suspended (found once the record is read, see findLeftovers).
 	var left *leftovers
+	// recordName is the record's, once it exists.
+	var recordName string
 	if engine != nil {
 		// The record's passes hand their pending workloads to the wave
 		// engine, whose ledger is the status.
 		rec.Execute = func(ctx context.Context, runner *rebalance.Runner, targets []rebalance.Target, fresh func(rebalance.Workload) bool, ledger func(*rebalance.Result) error) (*rebalance.Result, error) {
+			// `kubectl rebalance abort` stops starting workloads, `approve`
+			// lets a run paused at a step go on (abort.go, gates.go).
+			ctx, watched, stopWatch := e.watchRecord(ctx, recordName, notice)
+			defer stopWatch()
+			if req.waved() && len(req.Waves.Steps) > 0 {
+				gates := &stepGates{engine: e, name: recordName, steps: req.Waves.Steps, total: len(plan.grow),
+					watched: watched, events: events, notice: notice}
+				gates.place(engine, len(rebalance.DistinctWorkloads(targets)))
+			}
 			engine.FreshTrigger = fresh
 			if mover != nil {
 				engine.Handover = recordMoves(mover, runner, engine.WaitReady, fresh, hold, left)
@@ -197,6 +208,7 @@ func (e *Engine) runRecorded(ctx context.Context, req Request, plan *recordPlan)
 	}
 	notice(fmt.Sprintf("workloadrebalancer.%s/%s %s", appsv1alpha1.GroupName, obj.Name, applied))
 	events.started(obj, req, applied == record.AppliedCreated, engine)
+	recordName = obj.Name
 	if applied != record.AppliedCreated && mover != nil {
 		// A record run again (a resumed failback, a command run again after
 		// SIGKILL): no binding it lists stays suspended by an earlier move.

@@ -62,6 +62,9 @@ type Waves struct {
 	// handover). Nil triggers a fresh reschedule and waits for it (and,
 	// with WaitReady, for the replicas), as waves.BindingMover does.
 	Mover waves.MakeBeforeBreak
+	// Steps are approval gates (--steps) of a recorded run: after each
+	// step the run waits for `kubectl rebalance approve` (gates.go).
+	Steps []waves.Step
 }
 
 // Recording makes a run a recorded WorkloadRebalancer. The zero value

@@ -46,6 +46,9 @@ const (
 	// StopLedgerGone: the ledger (a recorded run's WorkloadRebalancer) went
 	// away during the run, so nothing could record a further start.
 	StopLedgerGone StopReason = "LedgerGone"
+	// StopAborted: someone aborted the run (its context ended with an
+	// *AbortError as its cause).
+	StopAborted StopReason = "Aborted"
 )
 
 // LedgerGoneError, returned by a ledger, stops the run from starting
@@ -85,6 +88,15 @@ type Options struct {
 	// LedgerInterval is how often, at most, the triggers written are
 	// handed to the ledger (a recorded run's status). Zero means 1s.
 	LedgerInterval time.Duration
+	// Gates are approval gates: after Gates[i] of the workloads this run
+	// starts are finished (none in flight), the run calls Approve and
+	// starts no further workload until it returns. Ascending; a gate at 0
+	// waits before the first start (a run resumed at a step boundary).
+	Gates []int
+	// Approve waits for gate i to be approved. It returns nil to go on, or
+	// an error when it cannot wait any longer; a run whose context ended
+	// stops as its cause says (interrupted, aborted).
+	Approve func(ctx context.Context, gate int) error
 }
 
 // Status counts the workloads of a run.
@@ -96,6 +108,16 @@ type Status struct {
 	Started time.Time
 	// Stop is set once the run stopped starting workloads early.
 	Stop StopReason
+	// Paused is set while the run waits at an approval gate (Options.Gates).
+	Paused bool
+	// Moving are the workloads in flight, in the order they started.
+	Moving []Moving
+}
+
+// Moving is a workload in flight.
+type Moving struct {
+	Workload rebalance.Workload
+	Since    time.Time
 }
 
 // Result is how a waved run ended.
@@ -229,6 +251,8 @@ type slot struct {
 	target  rebalance.Target
 	row     rebalance.Row
 	started bool
+	// startedAt is when its move started.
+	startedAt time.Time
 	// finished is set once the workload's move returned.
 	finished bool
 	failed   bool
@@ -256,9 +280,16 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	status := Status{Total: len(slots), Pending: len(slots), Started: time.Now()}
 	spent := e.FailuresSpent
 	report := func() {
-		if e.Progress != nil {
-			e.Progress(status)
+		if e.Progress == nil {
+			return
 		}
+		status.Moving = status.Moving[:0:0]
+		for _, s := range slots {
+			if s.started && !s.finished {
+				status.Moving = append(status.Moving, Moving{Workload: s.target.Workload, Since: s.startedAt})
+			}
+		}
+		e.Progress(status)
 	}
 	report()
 
@@ -272,7 +303,7 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	var wg sync.WaitGroup
 	start := func(i int) {
 		s := slots[i]
-		s.started = true
+		s.started, s.startedAt = true, time.Now()
 		status.Pending--
 		status.InFlight++
 		wg.Add(1)
@@ -310,12 +341,38 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 	if e.MaxFailures > 0 && spent >= e.MaxFailures {
 		stop(StopFailureBudget, budgetMessage(0, spent, e.MaxFailures))
 	}
+	gate := 0
+	gated := func() bool {
+		for gate < len(e.Gates) && e.Approve != nil && e.Gates[gate] < next {
+			gate++ // passed already (a gate inside a step of one)
+		}
+		return gate < len(e.Gates) && e.Approve != nil && next >= e.Gates[gate] && next < len(slots)
+	}
 	for {
 		now := time.Now()
 		resting = slices.DeleteFunc(resting, func(until time.Time) bool { return !until.After(now) })
-		for result.Stop == StopNone && next < len(slots) && status.InFlight+len(resting) < maxInFlight {
+		for result.Stop == StopNone && next < len(slots) && status.InFlight+len(resting) < maxInFlight && !gated() {
 			start(next)
 			next++
+			report()
+		}
+		if result.Stop == StopNone && status.InFlight == 0 && gated() && ctx.Err() == nil {
+			// Every workload of the step is done: wait for a person.
+			status.Paused = true
+			report()
+			err := e.Approve(ctx, gate)
+			status.Paused = false
+			if err == nil {
+				gate++
+				report()
+				continue
+			}
+			if ctx.Err() == nil {
+				stop(StopError, err.Error())
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
 			report()
 		}
 		if status.InFlight == 0 && (next == len(slots) || result.Stop != StopNone) {
@@ -335,7 +392,12 @@ func (e *Engine) Run(ctx context.Context, mover Mover, targets []rebalance.Targe
 		}
 		select {
 		case <-ctxDone:
-			stop(StopInterrupted, interruptMessage(ctx))
+			var aborted *AbortError
+			if errors.As(context.Cause(ctx), &aborted) {
+				stop(StopAborted, aborted.Message)
+			} else {
+				stop(StopInterrupted, interruptMessage(ctx))
+			}
 			report()
 		case <-wake:
 		case why := <-gone:
@@ -504,6 +566,12 @@ func interruptMessage(ctx context.Context) string {
 	return "interrupted; no further workload was started"
 }
 
+// AbortError, as the cause of a run's context, says that someone aborted
+// the run: the waves stop starting workloads, as on Ctrl-C, and say why.
+type AbortError struct{ Message string }
+
+func (e *AbortError) Error() string { return e.Message }
+
 // notStartedWhy says why a workload was left unstarted.
 func notStartedWhy(stop StopReason) string {
 	switch stop {
@@ -515,6 +583,8 @@ func notStartedWhy(stop StopReason) string {
 		return "the run stopped on an error"
 	case StopLedgerGone:
 		return "the run's workloadrebalancer was deleted"
+	case StopAborted:
+		return "the run was aborted"
 	}
 	return "the run stopped"
 }
