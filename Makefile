@@ -32,14 +32,16 @@ FAILBACK_SMOKE := ^(TestFailbackSeedStory|TestFailbackFailureBudget)$$
 E2E_MEASUREMENTS := ^TestWavedBatchKeepsReplicasReady$$
 
 # E2E_MOVE_FAULTS are make-before-break fault tests make test leaves out for
-# time (about 4 min): the deschedule daemon recovering a killed move, a
-# dispatching suspension, a scale and a second process mid-move. make test
-# keeps the killed move recovered by the next command, Ctrl-C after the
-# settle write and the guarded patch; make test-move-faults runs the rest.
-E2E_MOVE_FAULTS := ^(TestKilledMoveThenSourceFailsRecoveredByTheDescheduler|TestDispatchingSuspendedMidMoveSurvives|TestScaledMidMoveLetsKarmadaPlace|TestTwoProcessesOnOneWorkload)$$
+# time (about 6.5 min): the deschedule daemon recovering a killed move, a
+# dispatching suspension, a scale and a second process mid-move, SIGKILL
+# after the settle write, --move-timeout, and a recorded run all at once
+# above its burst. make test keeps the killed move recovered by the next
+# command, Ctrl-C after the settle write, the batch at the defaults and the
+# guarded patch; make test-move-faults runs the rest.
+E2E_MOVE_FAULTS := ^(TestKilledMoveThenSourceFailsRecoveredByTheDescheduler|TestDispatchingSuspendedMidMoveSurvives|TestScaledMidMoveLetsKarmadaPlace|TestTwoProcessesOnOneWorkload|TestKilledAfterTheSettleWriteKeepsTheNewReplicas|TestMoveTimeoutUndoesAMoveStillStaging|TestRecordedAllAtOnceHoldsOnlyWhatStarts)$$
 
 .PHONY: test-move-faults
-## test-move-faults: the make-before-break fault tests make test leaves out (daemon recovery, dispatching, scale and a second process mid-move)
+## test-move-faults: the make-before-break fault tests make test leaves out (daemon recovery, dispatching, scale, a second process, SIGKILL after the settle write, --move-timeout, a recorded run above its burst)
 test-move-faults: controlplane
 	$(GO) test -count=1 -p 1 -timeout 30m -run '$(E2E_MOVE_FAULTS)' ./test/e2e/handover
 
