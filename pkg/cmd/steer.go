@@ -243,29 +243,23 @@ func newSteerCmd(o *steerOptions, use, short, long, example string, run func(ctx
 func NewCmdAbort(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &steerOptions{IOStreams: streams, Timeout: defaultGetTimeout, guard: &requestGuard{}}
 	return newSteerCmd(o, "abort NAME", "Stop a recorded run from starting further workloads, from any machine", abortLong, abortExample, func(ctx context.Context) error {
-		ctx, stop := signalContext(ctx)
-		defer stop()
-		ctx, cancel := deadlineContext(o.guard.runs(ctx), time.Now().Add(o.Timeout))
-		defer cancel()
-		rb, err := o.get(ctx)
-		if err != nil {
-			return withExitCode(ExitError, err)
-		}
-		if mark, ok := record.Aborted(rb); ok {
-			fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was already aborted by %s\n", o.Name, mark)
+		return o.onRecord(ctx, func(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) error {
+			if mark, ok := record.Aborted(rb); ok {
+				fmt.Fprintf(o.ErrOut, "workloadrebalancer %s was already aborted by %s\n", o.Name, mark)
+				return nil
+			}
+			who := o.whoAmI(ctx)
+			now := time.Now()
+			patched, err := o.patch(ctx, rb, func(rb *appsv1alpha1.WorkloadRebalancer) ([]byte, error) { return record.AbortPatch(rb, who, now) })
+			if err != nil {
+				return withExitCode(ExitError, err)
+			}
+			mark, _ := record.Aborted(patched)
+			fmt.Fprintf(o.Out, "workloadrebalancer.%s/%s aborted\n", appsv1alpha1.GroupName, o.Name)
+			fmt.Fprintf(o.ErrOut, "aborted by %s: the process running it stops starting workloads and lets the moves in flight finish or go; `kubectl rebalance get %s -w` shows it stop, `kubectl rebalance resume %s` continues it\n",
+				mark, o.Name, o.Name)
 			return nil
-		}
-		who := o.whoAmI(ctx)
-		now := time.Now()
-		patched, err := o.patch(ctx, rb, func(rb *appsv1alpha1.WorkloadRebalancer) ([]byte, error) { return record.AbortPatch(rb, who, now) })
-		if err != nil {
-			return withExitCode(ExitError, err)
-		}
-		mark, _ := record.Aborted(patched)
-		fmt.Fprintf(o.Out, "workloadrebalancer.%s/%s aborted\n", appsv1alpha1.GroupName, o.Name)
-		fmt.Fprintf(o.ErrOut, "aborted by %s: the process running it stops starting workloads and lets the moves in flight finish or go; `kubectl rebalance get %s -w` shows it stop, `kubectl rebalance resume %s` continues it\n",
-			mark, o.Name, o.Name)
-		return nil
+		})
 	})
 }
 
@@ -273,36 +267,44 @@ func NewCmdAbort(streams genericiooptions.IOStreams) *cobra.Command {
 func NewCmdApprove(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &steerOptions{IOStreams: streams, Timeout: defaultGetTimeout, guard: &requestGuard{}}
 	return newSteerCmd(o, "approve NAME", "Let a recorded run paused at a step (--steps) go on, from any machine", approveLong, approveExample, func(ctx context.Context) error {
-		ctx, stop := signalContext(ctx)
-		defer stop()
-		ctx, cancel := deadlineContext(o.guard.runs(ctx), time.Now().Add(o.Timeout))
-		defer cancel()
-		rb, err := o.get(ctx)
-		if err != nil {
-			return withExitCode(ExitError, err)
-		}
-		step, paused := record.PausedAt(rb)
-		if !paused {
-			return withExitCode(ExitError, notPausedError(rb))
-		}
-		if a, ok := record.Approved(rb, step); ok {
-			fmt.Fprintf(o.ErrOut, "workloadrebalancer %s: %s already\n", o.Name, a)
+		return o.onRecord(ctx, func(ctx context.Context, rb *appsv1alpha1.WorkloadRebalancer) error {
+			step, paused := record.PausedAt(rb)
+			if !paused {
+				return withExitCode(ExitError, notPausedError(rb))
+			}
+			if a, ok := record.Approved(rb, step); ok {
+				fmt.Fprintf(o.ErrOut, "workloadrebalancer %s: %s already\n", o.Name, a)
+				return nil
+			}
+			who := o.whoAmI(ctx)
+			now := time.Now()
+			patched, err := o.patch(ctx, rb, func(rb *appsv1alpha1.WorkloadRebalancer) ([]byte, error) {
+				return record.ApprovePatch(rb, step, who, now)
+			})
+			if err != nil {
+				return withExitCode(ExitError, err)
+			}
+			a, _ := record.Approved(patched, step)
+			fmt.Fprintf(o.Out, "workloadrebalancer.%s/%s approved\n", appsv1alpha1.GroupName, o.Name)
+			fmt.Fprintf(o.ErrOut, "%s: the process running it goes on with the next step; if it is gone, `kubectl rebalance resume %s` continues; `kubectl rebalance get %s -w` follows it\n",
+				a, o.Name, o.Name)
 			return nil
-		}
-		who := o.whoAmI(ctx)
-		now := time.Now()
-		patched, err := o.patch(ctx, rb, func(rb *appsv1alpha1.WorkloadRebalancer) ([]byte, error) {
-			return record.ApprovePatch(rb, step, who, now)
 		})
-		if err != nil {
-			return withExitCode(ExitError, err)
-		}
-		a, _ := record.Approved(patched, step)
-		fmt.Fprintf(o.Out, "workloadrebalancer.%s/%s approved\n", appsv1alpha1.GroupName, o.Name)
-		fmt.Fprintf(o.ErrOut, "%s: the process running it goes on with the next step; if it is gone, `kubectl rebalance resume %s` continues; `kubectl rebalance get %s -w` follows it\n",
-			a, o.Name, o.Name)
-		return nil
 	})
+}
+
+// onRecord reads the record, within --timeout and until Ctrl-C, and hands
+// it to fn (abort and approve).
+func (o *steerOptions) onRecord(ctx context.Context, fn func(context.Context, *appsv1alpha1.WorkloadRebalancer) error) error {
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	ctx, cancel := deadlineContext(o.guard.runs(ctx), time.Now().Add(o.Timeout))
+	defer cancel()
+	rb, err := o.get(ctx)
+	if err != nil {
+		return withExitCode(ExitError, err)
+	}
+	return fn(ctx, rb)
 }
 
 // notPausedError says why a record has nothing to approve, and what to do.
